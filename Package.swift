@@ -1,0 +1,43 @@
+// swift-tools-version:6.0
+import Foundation
+import PackageDescription
+
+// The sample app's version lives in one place, the VERSION file; the build id comes from
+// the environment (scripts/bundle passes the commit). Both are stamped into AppCore.
+let appVersion = ((try? String(contentsOfFile: Context.packageDirectory + "/VERSION", encoding: .utf8)) ?? "0.0.0")
+    .trimmingCharacters(in: .whitespacesAndNewlines)
+let appBuild = ProcessInfo.processInfo.environment["SWITCHBACK_APP_BUILD"] ?? "dev"
+
+let package = Package(
+    name: "Switchback",
+    products: [
+        .library(name: "AppCore", type: .dynamic, targets: ["AppCore"]),
+        .executable(name: "launcher", targets: ["launcher"]),
+        .executable(name: "rollbackctl", targets: ["rollbackctl"]),
+        .executable(name: "appcore-direct", targets: ["appcore-direct"]),
+    ],
+    targets: [
+        // The contract between launcher and AppCore: one C header, nothing else crosses.
+        .target(name: "SwitchbackContract"),
+        // The version and build stamped into AppCore at build time.
+        .target(
+            name: "AppCoreStamp",
+            cSettings: [
+                .define("SWITCHBACK_APP_VERSION", to: "\"\(appVersion)\""),
+                .define("SWITCHBACK_APP_BUILD", to: "\"\(appBuild)\""),
+            ]
+        ),
+        // State, manifest, decision and loading: no Foundation, so the launcher stays thin.
+        .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract"]),
+        .executableTarget(name: "launcher", dependencies: ["SwitchbackCore", "SwitchbackContract"]),
+        .target(name: "RollbackCtlKit", dependencies: ["SwitchbackCore", "SwitchbackContract"]),
+        .executableTarget(name: "rollbackctl", dependencies: ["RollbackCtlKit"]),
+        // The sample app. Replace it with your own code; keep the two exported symbols.
+        .target(name: "AppCore", dependencies: ["SwitchbackContract", "AppCoreStamp"]),
+        // The same app linked directly into an executable: the benchmark's baseline.
+        .executableTarget(name: "appcore-direct", dependencies: ["AppCore"]),
+        .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,29 @@
+import AppCoreStamp
+import SwitchbackContract
+
+/// What the app knows about how it was started: from the launcher's context, or, when it
+/// runs linked directly into an executable, from its own build stamp.
+public struct LaunchInfo {
+    /// The slot running ("current" or "previous"); nil when not under the launcher.
+    public var slot: String?
+    /// This build's version.
+    public var version: String
+    /// The state directory the launcher uses; nil when not under the launcher.
+    public var stateDirectory: String?
+    private var context: UnsafePointer<SwitchbackContext>?
+
+    /// Reads the launcher's context, checking `size` before every field it uses.
+    public init(_ context: UnsafePointer<SwitchbackContext>?) {
+        self.context = context
+        version = String(cString: switchback_app_version())
+        guard let context, context.pointee.size >= MemoryLayout<SwitchbackContext>.offset(of: \.mark_good)! else { return }
+        slot = context.pointee.slot == Int32(SWITCHBACK_SLOT_PREVIOUS.rawValue) ? "previous" : "current"
+        stateDirectory = context.pointee.state_directory.map { String(cString: $0) }
+    }
+
+    /// Tells the launcher this start is healthy. Harmless when not under the launcher.
+    public func markGood() {
+        guard let context, let markGood = context.pointee.mark_good else { return }
+        _ = markGood(context)
+    }
+}

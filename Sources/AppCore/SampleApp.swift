@@ -1,0 +1,41 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The sample app: a greeting, `version`, and `crash`. Replace it with your own code.
+public struct SampleApp {
+    let launch: LaunchInfo
+
+    public init(launch: LaunchInfo) { self.launch = launch }
+
+    /// Runs one command and returns the exit code.
+    public func run(_ arguments: [String]) -> Int32 {
+        switch arguments.first {
+        case nil:
+            launch.markGood()
+            let slot = launch.slot.map { " (\($0) slot)" } ?? ""
+            print("Hello from the Switchback sample app, version \(launch.version)\(slot).")
+            return 0
+        case "version":
+            print(launch.version)
+            return 0
+        case "crash":
+            // Crashes before the app marks itself healthy, to demonstrate automatic rollback.
+            fatalError("the sample app crashes on purpose (\(launch.version))")
+        case "args":
+            for argument in arguments.dropFirst() { print(argument) }
+            return 0
+        case "exit":
+            return Int32(arguments.dropFirst().first ?? "") ?? 0
+        default:
+            printError("Error: unknown command '\(arguments[0])'. Commands: version, crash, args, exit.")
+            return 64
+        }
+    }
+}
+
+/// Writes one line to stderr.
+func printError(_ line: String) {
+    var text = line + "\n"
+    _ = text.withUTF8 { write(2, $0.baseAddress, $0.count) }
+}

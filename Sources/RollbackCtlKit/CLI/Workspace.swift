@@ -1,0 +1,45 @@
+import Foundation
+import SwitchbackCore
+
+/// The bundle and state directory a command works on.
+struct Workspace {
+    let bundleRoot: String
+    let manifest: Manifest
+    let directory: StateDirectory
+
+    /// Finds the bundle (`--bundle`, else the directory above this executable's bin/),
+    /// reads its manifest and resolves the state directory.
+    static func open(bundle: String?, stateDirectory: String?) throws(CommandError) -> Workspace {
+        let root: String
+        if let bundle {
+            guard let resolved = FileSystem.resolved(bundle) else { throw .failure("The bundle directory \(bundle) does not exist.") }
+            root = resolved
+        } else {
+            guard let executable = FileSystem.resolved("/proc/self/exe") else {
+                throw .failure("Cannot find this executable through /proc/self/exe; pass --bundle DIR.")
+            }
+            root = FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: executable))
+        }
+        do {
+            let manifest = try Manifest.load(bundleRoot: root)
+            let directory = try StateDirectory.resolve(explicit: stateDirectory, appID: manifest.appID)
+            return Workspace(bundleRoot: root, manifest: manifest, directory: directory)
+        } catch {
+            throw .failure(error.message)
+        }
+    }
+
+    var store: StateStore { StateStore(directory: directory) }
+    var history: HistoryLog { HistoryLog(path: directory.historyPath) }
+
+    /// Refuses a state directory another user can write.
+    func checkTrusted() throws(CommandError) {
+        do { try directory.checkPermissions() } catch { throw .failure(error.message) }
+    }
+
+    /// A verifier that shares the launcher's cache of verified fingerprints.
+    func verifier(useCache: Bool = true) -> SlotVerifier {
+        SlotVerifier(bundleRoot: bundleRoot, manifest: manifest,
+                     cache: useCache ? VerifiedCache(path: directory.verifiedCachePath) : nil)
+    }
+}

@@ -1,0 +1,45 @@
+import Foundation
+import SwitchbackContract
+import SwitchbackCore
+
+/// `inspect PATH`: load one AppCore library (only one per process) and print what it says
+/// about itself.
+struct InspectCommand {
+    let path: String
+    let json: Bool
+
+    private typealias CString = @convention(c) () -> UnsafePointer<CChar>?
+
+    func run(_ console: Console) throws(CommandError) {
+        guard let absolute = FileSystem.resolved(path) else { throw .failure("The library \(path) does not exist.") }
+        let library: DynamicLibrary
+        let digest: String
+        let size: Int64
+        do throws(SwitchbackError) {
+            guard let info = try FileSystem.status(absolute) else { throw SwitchbackError(.fileNotFound, "The library \(path) does not exist.") }
+            size = Int64(info.st_size)
+            digest = try SHA256.hexDigest(ofFile: absolute)
+            library = try DynamicLibrary.open(at: absolute)
+        } catch {
+            throw .failure(error.message)
+        }
+        func string(_ symbol: String) throws(CommandError) -> String {
+            guard let function = library.symbol(named: symbol, as: CString.self), let pointer = function() else {
+                throw .failure("\(path) does not export \(symbol); it is not an AppCore build.")
+            }
+            return String(cString: pointer)
+        }
+        let fields: [(String, String)] = [
+            ("version", try string(SWITCHBACK_VERSION_SYMBOL)),
+            ("build", try string(SWITCHBACK_BUILD_SYMBOL)),
+            ("abi", try string(SWITCHBACK_STAMP_SYMBOL)),
+            ("size", String(size)),
+            ("sha256", digest),
+        ]
+        if json {
+            console.out(JSON.render(Dictionary(uniqueKeysWithValues: fields.map { ($0.0, $0.1 as Any) })))
+        } else {
+            for (key, value) in fields { console.out("\(key)=\(KeyValueText.escape(value))") }
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import SwitchbackCore
+
+/// What `status` says, as one value rendered both for people and as JSON.
+struct StatusReport {
+    /// The slot the next start runs, after any fallback the launcher would make.
+    var activeSlot: BuildSlot
+    /// One sentence: which slot and why.
+    var sentence: String
+    var state: PersistedState
+    var stateProblem: String?
+    var slots: [BuildSlot: (record: Manifest.SlotRecord, problem: String?)]
+    var stateDirectory: String
+    var bundleRoot: String
+    var appID: String
+
+    /// Makes the report the way the launcher decides: the persisted choice (or
+    /// SWITCHBACK_SLOT), then the file checks that would make it fall back.
+    init(workspace: Workspace) throws(CommandError) {
+        let loaded: LoadedState
+        do {
+            try workspace.directory.checkPermissions()
+            loaded = workspace.store.load()
+        } catch {
+            loaded = LoadedState(state: .initial, problem: error)
+        }
+        var decision: SlotDecision
+        do { decision = try SlotDecision.decide(state: loaded, forcedSlot: environmentValue("SWITCHBACK_SLOT")) } catch {
+            throw .failure(error.message)
+        }
+        let verifier = workspace.verifier()
+        var slots: [BuildSlot: (Manifest.SlotRecord, String?)] = [:]
+        for slot in BuildSlot.allCases {
+            var problem: String?
+            do { _ = try verifier.verify(slot) } catch { problem = error.message }
+            slots[slot] = (workspace.manifest[slot], problem)
+        }
+        if let failure = slots[decision.slot]?.1, !decision.isForced, slots[decision.slot.other]?.1 == nil {
+            decision = decision.fallingBack(failure: failure)
+        }
+        activeSlot = decision.slot
+        let version = workspace.manifest[decision.slot].version
+        sentence = "The next start runs the \(decision.slot.rawValue) slot (\(version)) because \(decision.explanation)."
+        state = loaded.state
+        stateProblem = loaded.problemSentence
+        self.slots = slots
+        stateDirectory = workspace.directory.path
+        bundleRoot = workspace.bundleRoot
+        appID = workspace.manifest.appID
+    }
+
+    var text: String {
+        var lines = [sentence]
+        lines.append("Rollback flag: \(state.rollback ? "set" : "clear") (source: \(state.source.rawValue)\(state.changedAt.map { ", since \(formatUTC($0))" } ?? ""))")
+        for slot in BuildSlot.allCases {
+            guard let (record, problem) = slots[slot] else { continue }
+            let build = record.build.isEmpty ? "" : " build \(record.build)"
+            lines.append("\(slot.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.version)\(build): \(problem ?? "ok")")
+        }
+        lines.append("State directory: \(stateDirectory)")
+        return lines.joined(separator: "\n")
+    }
+
+    var json: [String: Any] {
+        var slotObjects: [String: Any] = [:]
+        for (slot, entry) in slots {
+            slotObjects[slot.rawValue] = [
+                "version": entry.record.version, "build": entry.record.build, "abi": entry.record.abiStamp,
+                "sha256": entry.record.sha256, "ok": entry.problem == nil, "problem": entry.problem ?? NSNull(),
+            ] as [String: Any]
+        }
+        return [
+            "app_id": appID,
+            "active_slot": activeSlot.rawValue,
+            "rollback": state.rollback,
+            "source": state.source.rawValue,
+            "reason": state.reason ?? NSNull(),
+            "changed_at": state.changedAt.map(formatRFC3339) ?? NSNull(),
+            "explanation": sentence,
+            "state_problem": stateProblem ?? NSNull(),
+            "slots": slotObjects,
+            "state_directory": stateDirectory,
+            "bundle": bundleRoot,
+        ]
+    }
+}

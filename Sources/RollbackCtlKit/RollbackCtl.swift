@@ -1,0 +1,78 @@
+/// rollbackctl's command line: global options, then one subcommand.
+public enum RollbackCtl {
+    /// Runs the command line (without argv[0]) and returns the exit code: 0, 64 for bad
+    /// usage, 1 for other failures. Errors go to stderr as "Error: ...".
+    public static func main(_ arguments: [String], console: Console = .standard) -> Int32 {
+        do {
+            try dispatch(arguments, console: console)
+            return 0
+        } catch {
+            switch error {
+            case .usage(let message, let subcommand):
+                console.error("Error: \(message)")
+                console.error(Help.usageLine(subcommand))
+                console.error("  See 'rollbackctl\(subcommand.map { " " + $0 } ?? "") --help' for help.")
+            case .failure(let message):
+                console.error("Error: \(message)")
+            }
+            return error.exitCode
+        }
+    }
+
+    static func dispatch(_ arguments: [String], console: Console) throws(CommandError) {
+        var stateDirectory: String?
+        var bundle: String?
+        var rest = arguments[...]
+        while let first = rest.first, first.hasPrefix("-") {
+            rest = rest.dropFirst()
+            switch first {
+            case "-h", "--help":
+                console.out(Help.main)
+                return
+            case "--version":
+                console.out(Help.toolVersion)
+                return
+            case "--state-dir", "--bundle":
+                guard let value = rest.first else { throw .usage("Missing value for '\(first)'.", subcommand: nil) }
+                rest = rest.dropFirst()
+                if first == "--state-dir" { stateDirectory = value } else { bundle = value }
+            default:
+                if first.hasPrefix("--state-dir=") { stateDirectory = String(first.dropFirst(12)) }
+                else if first.hasPrefix("--bundle=") { bundle = String(first.dropFirst(9)) }
+                else { throw .usage("Unknown option '\(first)'.", subcommand: nil) }
+            }
+        }
+        guard let name = rest.first else { throw .usage("Missing subcommand.", subcommand: nil) }
+        let tail = Array(rest.dropFirst())
+        guard let help = Help.subcommands[name] else { throw .usage("Unknown subcommand '\(name)'.", subcommand: nil) }
+
+        // --state-dir is also accepted after the subcommand.
+        var valued: Set<String> = ["--state-dir", "--bundle"]
+        var flags: Set<String> = []
+        var positionals = 0
+        switch name {
+        case "status", "history": flags = ["--json"]
+        case "rollback", "rollforward": valued.insert("--reason")
+        case "inspect": flags = ["--json"]; positionals = 1
+        default: break
+        }
+        let parsed = try ParsedArguments(tail, subcommand: name, valued: valued, flags: flags, maxPositionals: positionals)
+        if parsed.wantsHelp { console.out(help); return }
+        stateDirectory = parsed.options["--state-dir"] ?? stateDirectory
+        bundle = parsed.options["--bundle"] ?? bundle
+
+        if name == "inspect" {
+            guard let path = parsed.positionals.first else { throw .usage("Missing the library's path.", subcommand: name) }
+            return try InspectCommand(path: path, json: parsed.wantsJSON).run(console)
+        }
+        let workspace = try Workspace.open(bundle: bundle, stateDirectory: stateDirectory)
+        switch name {
+        case "status": try StatusCommand(workspace: workspace, json: parsed.wantsJSON).run(console)
+        case "rollback", "rollforward":
+            try SwitchCommand(workspace: workspace, rollback: name == "rollback", reason: parsed.options["--reason"]).run(console)
+        case "history": try HistoryCommand(workspace: workspace, json: parsed.wantsJSON).run(console)
+        case "verify": try VerifyCommand(workspace: workspace).run(console)
+        default: throw .usage("Unknown subcommand '\(name)'.", subcommand: nil)
+        }
+    }
+}

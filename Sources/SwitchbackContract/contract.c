@@ -1,0 +1,2 @@
+// The contract is header-only; SwiftPM needs one source file to make this a C target.
+#include "switchback.h"

@@ -1,0 +1,81 @@
+// The contract between the launcher and AppCore. Both sides import this header and
+// nothing else crosses the boundary.
+//
+// Evolution rules (the previous slot is always built from an older commit):
+// - SWITCHBACK_CONTRACT_VERSION goes up by one whenever this file changes.
+// - Fields are only ever appended to SwitchbackContext; `size` tells the app how much of
+//   the struct the launcher filled, so an app reads a field only if it fits in `size`.
+// - A launcher runs every contract version from 1 up to its own.
+#ifndef SWITCHBACK_H
+#define SWITCHBACK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SWITCHBACK_CONTRACT_VERSION 1
+
+#define SWITCHBACK_STRINGIFY_(x) #x
+#define SWITCHBACK_STRINGIFY(x) SWITCHBACK_STRINGIFY_(x)
+
+/// Name of the entry point an AppCore exports (signature: SwitchbackEntryPoint).
+#define SWITCHBACK_ENTRY_SYMBOL "switchback_main"
+/// Name of the function an AppCore exports that returns its ABI stamp (SwitchbackStampFunction).
+#define SWITCHBACK_STAMP_SYMBOL "switchback_abi_stamp"
+/// Names of the functions an AppCore exports that return its version and build (C strings).
+#define SWITCHBACK_VERSION_SYMBOL "switchback_app_version"
+#define SWITCHBACK_BUILD_SYMBOL "switchback_app_build"
+
+/// Which slot a process runs.
+typedef enum SwitchbackSlot {
+    SWITCHBACK_SLOT_CURRENT = 0,
+    SWITCHBACK_SLOT_PREVIOUS = 1,
+} SwitchbackSlot;
+
+struct SwitchbackContext;
+
+/// Called by the app once this start is healthy. Returns 0 on success.
+typedef int32_t (*SwitchbackMarkGood)(const struct SwitchbackContext *context);
+
+/// Handed by the launcher to the entry point. Valid for the whole run.
+typedef struct SwitchbackContext {
+    /// The contract version of the launcher that filled this struct.
+    uint32_t contract_version;
+    /// sizeof(SwitchbackContext) as that launcher knows it.
+    uint32_t size;
+    /// The slot running now (a SwitchbackSlot value).
+    int32_t slot;
+    int32_t reserved;
+    /// This slot's version, as recorded in the bundle's manifest.
+    const char *slot_version;
+    /// The other slot's version, as recorded in the bundle's manifest.
+    const char *other_slot_version;
+    /// The state directory the launcher uses (absolute path).
+    const char *state_directory;
+    /// Marks this start good (used by automatic rollback). Never NULL.
+    SwitchbackMarkGood mark_good;
+    /// Owned by the launcher; the app must not touch it.
+    void *launcher_data;
+} SwitchbackContext;
+
+/// The entry point: the launcher's argc/argv/envp untouched, and the context.
+/// Its return value is the process's exit code.
+typedef int32_t (*SwitchbackEntryPoint)(int32_t argc, char **argv, char **envp,
+                                         const SwitchbackContext *context);
+
+/// Returns a static C string: the ABI stamp of the library that exports it.
+typedef const char *(*SwitchbackStampFunction)(void);
+
+/// The ABI stamp of the code that includes this header, as compiled: the contract version
+/// and the exact compiler that built it (Swift has no stable ABI on Linux, so both slots
+/// and the launcher must come from one toolchain).
+static inline const char *switchback_compiled_abi_stamp(void) {
+    return "switchback-abi/" SWITCHBACK_STRINGIFY(SWITCHBACK_CONTRACT_VERSION)
+           " toolchain/" __clang_version__;
+}
+
+/// True when `context` was filled far enough to hold a field ending at `end` bytes.
+static inline int switchback_context_has(const SwitchbackContext *context, size_t end) {
+    return context != NULL && context->size >= end;
+}
+
+#endif

@@ -1,0 +1,81 @@
+/// Which slot the next start runs, and why. Made by `SlotDecision.decide`, a pure
+/// function of the loaded state and the environment, so it is testable without a disk.
+public struct SlotDecision: Sendable, Equatable {
+    /// Why a slot was chosen.
+    public enum Reason: Sendable, Equatable {
+        /// No state file: nobody has switched this install yet.
+        case firstStart
+        /// The persisted flag selects it.
+        case persisted(PersistedState)
+        /// The state file is damaged; the choice was recovered or defaulted (see LoadedState).
+        case damagedState(LoadedState)
+        /// `SWITCHBACK_SLOT` forces it for this run.
+        case forcedByEnvironment
+        /// The chosen slot could not run; this one runs instead.
+        case fallback(failed: BuildSlot, failure: String)
+    }
+
+    /// The slot to run.
+    public var slot: BuildSlot
+    /// Why.
+    public var reason: Reason
+
+    public init(slot: BuildSlot, reason: Reason) {
+        self.slot = slot
+        self.reason = reason
+    }
+
+    /// True when `SWITCHBACK_SLOT` chose the slot; such a run never falls back.
+    public var isForced: Bool { reason == .forcedByEnvironment }
+
+    /// Decides from the loaded state and the value of `SWITCHBACK_SLOT`, if set. Throws
+    /// `.invalidArgument` for a value other than "current" or "previous".
+    public static func decide(state: LoadedState, forcedSlot: String?) throws(SwitchbackError) -> SlotDecision {
+        if let forcedSlot, !forcedSlot.isEmpty {
+            guard let slot = BuildSlot(rawValue: forcedSlot) else {
+                throw SwitchbackError(.invalidArgument, "SWITCHBACK_SLOT must be 'current' or 'previous', not '\(forcedSlot)'; unset it to use the persisted choice.")
+            }
+            return SlotDecision(slot: slot, reason: .forcedByEnvironment)
+        }
+        if state.problem != nil { return SlotDecision(slot: state.state.slot, reason: .damagedState(state)) }
+        if state.isFirstStart { return SlotDecision(slot: .current, reason: .firstStart) }
+        return SlotDecision(slot: state.state.slot, reason: .persisted(state.state))
+    }
+
+    /// The decision after `slot` failed its checks with `failure`: run the other slot.
+    public func fallingBack(failure: String) -> SlotDecision {
+        SlotDecision(slot: slot.other, reason: .fallback(failed: slot, failure: failure))
+    }
+
+    /// Why, as the end of a sentence ("because ...").
+    public var explanation: String {
+        switch reason {
+        case .firstStart:
+            return "nobody has rolled back this install (there is no state file yet)"
+        case .persisted(let state):
+            return Self.explain(state)
+        case .damagedState(let loaded):
+            return loaded.problemSentence.map { String($0.dropLast()) } ?? "the state file is damaged"
+        case .forcedByEnvironment:
+            return "SWITCHBACK_SLOT=\(slot.rawValue) forces it for this run"
+        case .fallback(let failed, let failure):
+            return "the \(failed.rawValue) slot cannot run (\(failure.hasSuffix(".") ? String(failure.dropLast()) : failure))"
+        }
+    }
+
+    static func explain(_ state: PersistedState) -> String {
+        let when = state.changedAt.map { " on \(formatUTC($0))" } ?? ""
+        let why = state.reason.map { ": \"\($0)\"" } ?? ""
+        let verb = state.rollback ? "rolled back" : "rolled forward"
+        switch state.source {
+        case .default:
+            return "nobody has rolled back this install"
+        case .cli:
+            return "an operator \(verb) with rollbackctl\(when)\(why)"
+        case .remote:
+            return "a signed remote directive \(verb)\(when)\(why)"
+        case .auto:
+            return "automatic rollback \(verb)\(when)\(why)"
+        }
+    }
+}

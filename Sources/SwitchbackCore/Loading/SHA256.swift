@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SHA-256 from the system's OpenSSL libcrypto, opened with `dlopen` on first use rather
+/// than linked: linking it costs about 2 ms at every start, and the launcher hashes a slot
+/// only when its fingerprint changed.
+public enum SHA256 {
+    private typealias NewContext = @convention(c) () -> OpaquePointer?
+    private typealias FreeContext = @convention(c) (OpaquePointer?) -> Void
+    private typealias Algorithm = @convention(c) () -> OpaquePointer?
+    private typealias Initialise = @convention(c) (OpaquePointer?, OpaquePointer?, OpaquePointer?) -> Int32
+    private typealias Update = @convention(c) (OpaquePointer?, UnsafeRawPointer?, Int) -> Int32
+    private typealias Finalise = @convention(c) (OpaquePointer?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt32>?) -> Int32
+
+    /// The lowercase hex SHA-256 of the file at `path`, read in 256 KiB chunks.
+    public static func hexDigest(ofFile path: String) throws(SwitchbackError) -> String {
+        let library: DynamicLibrary
+        do { library = try DynamicLibrary.open(at: "libcrypto.so.3") } catch {
+            throw SwitchbackError(.cryptoUnavailable, "Cannot load the system's libcrypto.so.3 to hash \(path): \(error.message) Install OpenSSL 3 (libssl3).", path: path)
+        }
+        guard let new = library.symbol(named: "EVP_MD_CTX_new", as: NewContext.self),
+              let free = library.symbol(named: "EVP_MD_CTX_free", as: FreeContext.self),
+              let sha256 = library.symbol(named: "EVP_sha256", as: Algorithm.self),
+              let initialise = library.symbol(named: "EVP_DigestInit_ex", as: Initialise.self),
+              let update = library.symbol(named: "EVP_DigestUpdate", as: Update.self),
+              let finalise = library.symbol(named: "EVP_DigestFinal_ex", as: Finalise.self) else {
+            throw SwitchbackError(.cryptoUnavailable, "The system's libcrypto.so.3 lacks the EVP digest functions; install OpenSSL 3 (libssl3).", path: path)
+        }
+        let (fd, openError) = retryingInterrupts { open(path, O_RDONLY | O_CLOEXEC) }
+        if fd < 0 { throw .system("Opening", path: path, errno: openError) }
+        defer { close(fd) }
+        guard let context = new() else {
+            throw SwitchbackError(.cryptoUnavailable, "libcrypto could not allocate a digest context.", path: path)
+        }
+        defer { free(context) }
+        guard initialise(context, sha256(), nil) == 1 else {
+            throw SwitchbackError(.cryptoUnavailable, "libcrypto could not start a SHA-256 digest.", path: path)
+        }
+        var chunk = [UInt8](repeating: 0, count: 256 << 10)
+        while true {
+            let (count, readError) = chunk.withUnsafeMutableBytes { buffer in
+                retryingInterrupts { read(fd, buffer.baseAddress, buffer.count) }
+            }
+            if count < 0 { throw .system("Reading", path: path, errno: readError) }
+            if count == 0 { break }
+            _ = chunk.withUnsafeBytes { update(context, $0.baseAddress, count) }
+        }
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        guard finalise(context, &digest, &length) == 1, length == 32 else {
+            throw SwitchbackError(.cryptoUnavailable, "libcrypto could not finish a SHA-256 digest.", path: path)
+        }
+        return hex(digest)
+    }
+
+    /// Lowercase hex of `bytes`.
+    public static func hex(_ bytes: [UInt8]) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out = [UInt8]()
+        out.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0xF)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

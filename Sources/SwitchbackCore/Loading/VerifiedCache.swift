@@ -1,0 +1,39 @@
+/// Remembers slot files that were hashed and matched the manifest: one line per file with
+/// its path, fingerprint and SHA-256. Losing it costs one hash; it is written atomically
+/// without fsync.
+public struct VerifiedCache: Sendable {
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    struct Entry: Equatable {
+        var file: String
+        var fingerprint: FileFingerprint
+        var sha256: String
+    }
+
+    /// The SHA-256 recorded for `file` with exactly this fingerprint, if any.
+    public func sha256(of file: String, fingerprint: FileFingerprint) -> String? {
+        entries().first { $0.file == file && $0.fingerprint == fingerprint }?.sha256
+    }
+
+    /// Records that `file`, with this fingerprint, hashed to `sha256`. Best effort.
+    public func record(file: String, fingerprint: FileFingerprint, sha256: String) {
+        var kept = entries().filter { $0.file != file }
+        kept.append(Entry(file: file, fingerprint: fingerprint, sha256: sha256))
+        let text = kept.suffix(8).map { ([$0.file] + $0.fingerprint.fields + [$0.sha256]).joined(separator: "\t") + "\n" }.joined()
+        try? FileSystem.replace(path, with: Array(text.utf8), durable: false)
+    }
+
+    func entries() -> [Entry] {
+        guard let bytes = try? FileSystem.read(path, limit: 64 << 10) else { return [] }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
+            let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+            guard f.count == 7, let device = UInt64(f[1]), let inode = UInt64(f[2]), let size = Int64(f[3]),
+                  let modified = Int64(f[4]), let changed = Int64(f[5]) else { return nil }
+            return Entry(file: String(f[0]),
+                         fingerprint: FileFingerprint(device: device, inode: inode, size: size, modified: modified, changed: changed),
+                         sha256: String(f[6]))
+        }
+    }
+}

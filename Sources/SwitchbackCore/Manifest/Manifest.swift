@@ -1,0 +1,85 @@
+/// What scripts/bundle recorded about a bundle: the app id, and each slot's version, build,
+/// ABI stamp, size and SHA-256. The file is `manifest` at the bundle's root, in the
+/// `key=value` format of `KeyValueText`.
+public struct Manifest: Sendable, Equatable {
+    /// The format this version of Switchback reads and writes.
+    public static let currentFormat = 1
+
+    /// What the manifest says about one slot.
+    public struct SlotRecord: Sendable, Equatable {
+        public var version: String
+        public var build: String
+        public var abiStamp: String
+        public var size: Int64
+        /// Lowercase hex.
+        public var sha256: String
+
+        public init(version: String, build: String, abiStamp: String, size: Int64, sha256: String) {
+            self.version = version
+            self.build = build
+            self.abiStamp = abiStamp
+            self.size = size
+            self.sha256 = sha256
+        }
+    }
+
+    public var appID: String
+    public var current: SlotRecord
+    public var previous: SlotRecord
+    /// Every key of the file, for settings later issues add.
+    public var settings: KeyValueText
+
+    public init(appID: String, current: SlotRecord, previous: SlotRecord, settings: KeyValueText = KeyValueText()) {
+        self.appID = appID
+        self.current = current
+        self.previous = previous
+        self.settings = settings
+    }
+
+    /// The record of `slot`.
+    public subscript(slot: BuildSlot) -> SlotRecord {
+        slot == .current ? current : previous
+    }
+
+    /// Reads `<bundle>/manifest`. Throws `.manifestMissing` or `.manifestInvalid` with a
+    /// sentence that says to rebuild the bundle.
+    public static func load(bundleRoot: String) throws(SwitchbackError) -> Manifest {
+        let path = bundleRoot + "/manifest"
+        let bytes: [UInt8]?
+        do { bytes = try FileSystem.read(path, limit: 1 << 20) } catch {
+            throw SwitchbackError(.manifestInvalid, "Cannot read the manifest \(path): \(error.message) Rebuild the bundle with scripts/bundle.", path: path, errno: error.errno)
+        }
+        guard let bytes else {
+            throw SwitchbackError(.manifestMissing, "The bundle has no manifest at \(path); rebuild it with scripts/bundle.", path: path)
+        }
+        return try parse(bytes, path: path)
+    }
+
+    /// Parses manifest text.
+    public static func parse(_ bytes: [UInt8], path: String) throws(SwitchbackError) -> Manifest {
+        func invalid(_ what: String) -> SwitchbackError {
+            SwitchbackError(.manifestInvalid, "The manifest \(path) \(what); rebuild the bundle with scripts/bundle.", path: path)
+        }
+        let text: KeyValueText
+        do { text = try KeyValueText.parse(bytes, describing: "The manifest \(path)") } catch { throw invalid("is not a Switchback manifest") }
+        guard let format = text["format"].flatMap({ Int($0) }) else { throw invalid("has no format line") }
+        guard format <= currentFormat else { throw invalid("has format \(format), newer than this launcher reads (\(currentFormat))") }
+        guard let appID = text["app_id"], !appID.isEmpty else { throw invalid("has no app_id") }
+        func slot(_ name: String) throws(SwitchbackError) -> SlotRecord {
+            guard let version = text[name + ".version"], let abi = text[name + ".abi"],
+                  let size = text[name + ".size"].flatMap({ Int64($0) }),
+                  let sha = text[name + ".sha256"], sha.utf8.count == 64 else {
+                throw invalid("has no complete record of the \(name) slot")
+            }
+            return SlotRecord(version: version, build: text[name + ".build"] ?? "", abiStamp: abi, size: size, sha256: sha.lowercased())
+        }
+        return Manifest(appID: appID, current: try slot("current"), previous: try slot("previous"), settings: text)
+    }
+}
+
+extension Manifest {
+    /// The bundle's directory layout: `bin/`, `slots/<slot>/libAppCore.so`, `manifest`.
+    public static func slotPath(bundleRoot: String, slot: BuildSlot) -> String {
+        bundleRoot + "/slots/" + slot.rawValue + "/libAppCore.so"
+    }
+}

@@ -1,0 +1,47 @@
+/// One line of the switch history.
+public struct HistoryEvent: Sendable, Equatable {
+    /// What happened.
+    public enum Kind: String, Sendable, Codable {
+        /// The rollback flag changed (or was set again) by rollbackctl, a directive or auto.
+        case `switch`
+        /// The launcher could not run the chosen slot and ran the other one instead; the
+        /// persisted flag is unchanged.
+        case fallback
+    }
+
+    /// Seconds since the epoch.
+    public var time: Int64
+    public var kind: Kind
+    public var from: BuildSlot
+    public var to: BuildSlot
+    public var source: ChoiceSource
+    public var reason: String?
+
+    public init(time: Int64, kind: Kind, from: BuildSlot, to: BuildSlot, source: ChoiceSource, reason: String?) {
+        self.time = time
+        self.kind = kind
+        self.from = from
+        self.to = to
+        self.source = source
+        self.reason = reason
+    }
+
+    /// The history line (tab-separated, escaped, ending in a newline).
+    public func serialized() -> String {
+        ["v1", String(time), kind.rawValue, from.rawValue, to.rawValue, source.rawValue,
+         KeyValueText.escape(reason ?? "")].joined(separator: "\t") + "\n"
+    }
+
+    /// Parses one line; nil for a torn or foreign line.
+    public init?<S: StringProtocol>(line: S) {
+        let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
+        guard fields.count == 7, fields[0] == "v1",
+              let time = Int64(fields[1]),
+              let kind = Kind(rawValue: String(fields[2])),
+              let from = BuildSlot(rawValue: String(fields[3])),
+              let to = BuildSlot(rawValue: String(fields[4])),
+              let source = ChoiceSource(rawValue: String(fields[5])) else { return nil }
+        let reason = KeyValueText.unescape(fields[6])
+        self.init(time: time, kind: kind, from: from, to: to, source: source, reason: reason.isEmpty ? nil : reason)
+    }
+}

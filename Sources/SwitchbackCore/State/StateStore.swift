@@ -1,0 +1,63 @@
+/// What `StateStore.load` found.
+public struct LoadedState: Sendable, Equatable {
+    /// The state to act on: the file's, or, when the file is damaged, the choice recovered
+    /// from the history (or the default when the history has none).
+    public var state: PersistedState
+    /// Why the file could not be used as it is, if it could not.
+    public var problem: SwitchbackError?
+    /// True when `state` was recovered from the history's last switch.
+    public var recoveredFromHistory: Bool
+    /// True when there was no state file: the normal first start.
+    public var isFirstStart: Bool
+
+    public init(state: PersistedState, problem: SwitchbackError? = nil, recoveredFromHistory: Bool = false, isFirstStart: Bool = false) {
+        self.state = state
+        self.problem = problem
+        self.recoveredFromHistory = recoveredFromHistory
+        self.isFirstStart = isFirstStart
+    }
+
+    /// One sentence for a damaged file: what was found and what is assumed.
+    public var problemSentence: String? {
+        guard let problem else { return nil }
+        let found = problem.message.hasSuffix(".") ? String(problem.message.dropLast()) : problem.message
+        if problem.code == .insecurePermissions {
+            return "\(found); ignoring it and running the current slot."
+        }
+        let assumed = recoveredFromHistory
+            ? "assuming the last choice in the history (\(state.slot.rawValue), set by \(state.source.rawValue))"
+            : "assuming the default (current)"
+        return "\(found); \(assumed); run 'rollbackctl rollback' or 'rollbackctl rollforward' to write a fresh one."
+    }
+}
+
+/// Reads and writes the rollback flag in a state directory.
+public struct StateStore: Sendable {
+    public let directory: StateDirectory
+
+    public init(directory: StateDirectory) { self.directory = directory }
+
+    /// Loads the flag. Never throws: a missing file is the first start; an unreadable,
+    /// empty, truncated, garbage or too-new file yields the last switch recorded in the
+    /// history (or the default) together with the problem, so nothing is lost silently.
+    public func load() -> LoadedState {
+        let path = directory.statePath
+        do {
+            guard let bytes = try FileSystem.read(path, limit: 64 << 10) else {
+                return LoadedState(state: .initial, isFirstStart: true)
+            }
+            return LoadedState(state: try PersistedState.parse(bytes, path: path))
+        } catch {
+            if let last = try? HistoryLog(path: directory.historyPath).read().events.last(where: { $0.kind == .switch }) {
+                let state = PersistedState(rollback: last.to == .previous, source: last.source, reason: last.reason, changedAt: last.time)
+                return LoadedState(state: state, problem: error, recoveredFromHistory: true)
+            }
+            return LoadedState(state: .initial, problem: error)
+        }
+    }
+
+    /// Writes the flag atomically and durably. The caller holds the directory's lock.
+    public func save(_ state: PersistedState) throws(SwitchbackError) {
+        try FileSystem.replace(directory.statePath, with: state.serialized())
+    }
+}

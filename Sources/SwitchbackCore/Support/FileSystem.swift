@@ -1,0 +1,121 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Small wrappers of POSIX file calls: whole-file reads, crash-safe replacement and
+/// durable appends. Every descriptor is closed on every path.
+public enum FileSystem {
+    /// Reads a whole file. Returns nil when it does not exist; throws on any other failure.
+    public static func read(_ path: String, limit: Int = 16 << 20) throws(SwitchbackError) -> [UInt8]? {
+        let (fd, openError) = retryingInterrupts { open(path, O_RDONLY | O_CLOEXEC) }
+        if fd < 0 {
+            if openError == ENOENT || openError == ENOTDIR { return nil }
+            throw .system("Opening", path: path, errno: openError)
+        }
+        defer { close(fd) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 16 << 10)
+        while true {
+            let (count, readError) = chunk.withUnsafeMutableBytes { buffer in
+                retryingInterrupts { Glibc.read(fd, buffer.baseAddress, buffer.count) }
+            }
+            if count < 0 { throw .system("Reading", path: path, errno: readError) }
+            if count == 0 { return bytes }
+            bytes.append(contentsOf: chunk[0..<count])
+            if bytes.count > limit {
+                throw SwitchbackError(.ioFailure, "\(path) is larger than \(limit) bytes; it is not a file Switchback wrote.", path: path)
+            }
+        }
+    }
+
+    /// Replaces `path` with `bytes` so that readers see the old or the new content, never
+    /// half: a temporary file in the same directory, fsync, rename, fsync the directory.
+    /// With `durable: false` the two fsyncs are skipped (for caches whose loss is harmless).
+    public static func replace(_ path: String, with bytes: [UInt8], mode: mode_t = 0o600, durable: Bool = true) throws(SwitchbackError) {
+        let directory = parentDirectory(of: path)
+        let temporary = "\(path).tmp-\(getpid())"
+        let (fd, openError) = retryingInterrupts { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        if fd < 0 { throw .system("Creating", path: temporary, errno: openError) }
+        do throws(SwitchbackError) {
+            try writeAll(fd, bytes, path: temporary)
+            if durable, fsync(fd) != 0 { throw SwitchbackError.system("Syncing", path: temporary, errno: errno) }
+        } catch {
+            close(fd)
+            unlink(temporary)
+            throw error
+        }
+        close(fd)
+        if rename(temporary, path) != 0 {
+            let renameError = errno
+            unlink(temporary)
+            throw .system("Renaming \(temporary) to", path: path, errno: renameError)
+        }
+        if durable { try syncDirectory(directory) }
+    }
+
+    /// Appends `bytes` with one `write(2)` on an O_APPEND descriptor, then fsyncs, so a
+    /// crash leaves either the whole record or (rarely) a torn last line readers skip.
+    public static func appendDurably(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(SwitchbackError) {
+        let (fd, openError) = retryingInterrupts { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, mode) }
+        if fd < 0 { throw .system("Opening", path: path, errno: openError) }
+        defer { close(fd) }
+        try writeAll(fd, bytes, path: path)
+        if fsync(fd) != 0 { throw .system("Syncing", path: path, errno: errno) }
+    }
+
+    /// fsyncs a directory, so a rename or a new file in it survives a power cut.
+    public static func syncDirectory(_ directory: String) throws(SwitchbackError) {
+        let (fd, openError) = retryingInterrupts { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        if fd < 0 { throw .system("Opening directory", path: directory, errno: openError) }
+        defer { close(fd) }
+        if fsync(fd) != 0 { throw .system("Syncing directory", path: directory, errno: errno) }
+    }
+
+    /// Creates a directory and its parents with `mode` (existing ones are left alone).
+    public static func createDirectory(_ path: String, mode: mode_t = 0o700) throws(SwitchbackError) {
+        var prefix = ""
+        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+            prefix += "/" + component
+            if mkdir(prefix, mode) != 0 {
+                let error = errno
+                if error != EEXIST { throw .system("Creating directory", path: prefix, errno: error) }
+            }
+        }
+    }
+
+    /// `stat(2)`; nil when the path does not exist.
+    public static func status(_ path: String) throws(SwitchbackError) -> stat? {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            let error = errno
+            if error == ENOENT || error == ENOTDIR { return nil }
+            throw .system("Inspecting", path: path, errno: error)
+        }
+        return info
+    }
+
+    /// The directory part of `path` ("/" for a top-level file, "." for a bare name).
+    public static func parentDirectory(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        let parent = String(path[..<slash])
+        return parent.isEmpty ? "/" : parent
+    }
+
+    /// `realpath(3)`: the absolute path with symlinks resolved, or nil.
+    public static func resolved(_ path: String) -> String? {
+        guard let pointer = realpath(path, nil) else { return nil }
+        defer { free(pointer) }
+        return String(cString: pointer)
+    }
+
+    static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(SwitchbackError) {
+        var offset = 0
+        while offset < bytes.count {
+            let (written, writeError) = bytes.withUnsafeBytes { buffer in
+                retryingInterrupts { write(fd, buffer.baseAddress! + offset, buffer.count - offset) }
+            }
+            if written < 0 { throw .system("Writing", path: path, errno: writeError) }
+            offset += written
+        }
+    }
+}

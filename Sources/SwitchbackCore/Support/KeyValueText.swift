@@ -1,0 +1,86 @@
+/// The line format of Switchback's small files (manifest, state): `key=value` lines, `#`
+/// comments, values escaped so that one value is always one line. It needs no Foundation,
+/// so the launcher can read it in microseconds, and a shell script can write it.
+public struct KeyValueText: Sendable, Equatable {
+    /// The pairs in file order.
+    public private(set) var pairs: [(key: String, value: String)]
+
+    public init() { pairs = [] }
+
+    public static func == (lhs: KeyValueText, rhs: KeyValueText) -> Bool {
+        lhs.pairs.elementsEqual(rhs.pairs) { $0.key == $1.key && $0.value == $1.value }
+    }
+
+    /// The value of the first `key`, if any.
+    public subscript(key: String) -> String? {
+        pairs.first { $0.key == key }?.value
+    }
+
+    /// Appends a pair.
+    public mutating func append(_ key: String, _ value: String) {
+        pairs.append((key, value))
+    }
+
+    /// Parses `bytes`. Throws `.stateInvalid` naming the first bad line: not UTF-8, a line
+    /// without `=`, or an empty key.
+    public static func parse(_ bytes: [UInt8], describing what: String) throws(SwitchbackError) -> KeyValueText {
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            throw SwitchbackError(.stateInvalid, "\(what) is not UTF-8 text.")
+        }
+        var result = KeyValueText()
+        var lineNumber = 0
+        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+            lineNumber += 1
+            if line.isEmpty || line.first == "#" { continue }
+            guard let equals = line.firstIndex(of: "="), equals != line.startIndex else {
+                throw SwitchbackError(.stateInvalid, "\(what) has a malformed line \(lineNumber).")
+            }
+            result.append(String(line[..<equals]), unescape(line[line.index(after: equals)...]))
+        }
+        return result
+    }
+
+    /// The file's bytes, one `key=value` line per pair.
+    public func serialized() -> [UInt8] {
+        var text = ""
+        for (key, value) in pairs { text += key + "=" + Self.escape(value) + "\n" }
+        return Array(text.utf8)
+    }
+
+    /// Escapes backslash, newline, tab and carriage return.
+    public static func escape<S: StringProtocol>(_ value: S) -> String {
+        var out = ""
+        for character in value {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\t": out += "\\t"
+            case "\r": out += "\\r"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+
+    /// Undoes `escape`.
+    public static func unescape<S: StringProtocol>(_ value: S) -> String {
+        var out = ""
+        var escaping = false
+        for character in value {
+            if escaping {
+                switch character {
+                case "n": out += "\n"
+                case "t": out += "\t"
+                case "r": out += "\r"
+                default: out.append(character)
+                }
+                escaping = false
+            } else if character == "\\" {
+                escaping = true
+            } else {
+                out.append(character)
+            }
+        }
+        return out
+    }
+}
