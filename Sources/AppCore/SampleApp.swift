@@ -25,10 +25,13 @@ public struct SampleApp {
         case "args":
             for argument in arguments.dropFirst() { print(argument) }
             return 0
+        case "env":
+            for name in arguments.dropFirst() { print(getenv(name).map { String(cString: $0) } ?? "(unset)") }
+            return 0
         case "exit":
             return Int32(arguments.dropFirst().first ?? "") ?? 0
         default:
-            printError("Error: unknown command '\(arguments[0])'. Commands: version, crash, args, exit.")
+            printError("Error: unknown command '\(arguments[0])'. Commands: version, crash, args, env, exit.")
             return 64
         }
     }

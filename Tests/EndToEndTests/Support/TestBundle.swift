@@ -1,0 +1,92 @@
+import Foundation
+import SwitchbackCore
+import Testing
+
+/// A private copy of the bundle built by scripts/test (or $SWITCHBACK_TEST_BUNDLE), with
+/// its own state directory, so each test can break files without touching the others.
+struct TestBundle {
+    /// The bundle every test copies: built before `swift test` starts (SwiftPM holds a lock
+    /// on .build for the whole run, so a test must not build it).
+    static let source: String = {
+        if let path = ProcessInfo.processInfo.environment["SWITCHBACK_TEST_BUNDLE"] { return path }
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().path
+        return root + "/.build-test/bundle"
+    }()
+
+    let directory: String
+    var bundle: String { directory + "/bundle" }
+    var state: String { directory + "/state" }
+
+    init() throws {
+        guard FileManager.default.fileExists(atPath: Self.source + "/manifest") else {
+            Issue.record("No bundle at \(Self.source): run the tests with scripts/test, which builds it first.")
+            throw CancellationError()
+        }
+        directory = try makeTemporaryDirectory()
+        try shell("cp", "-a", Self.source, bundle)
+    }
+
+    /// The file of a slot.
+    func slotPath(_ slot: BuildSlot) -> String { bundle + "/slots/\(slot.rawValue)/libAppCore.so" }
+
+    /// The manifest's value for `key`.
+    func manifestValue(_ key: String) throws -> String {
+        let manifest = try String(contentsOfFile: bundle + "/manifest", encoding: .utf8)
+        guard let line = manifest.split(separator: "\n").first(where: { $0.hasPrefix(key + "=") }) else {
+            throw TestFailure("no \(key) in the manifest")
+        }
+        return String(line.dropFirst(key.count + 1))
+    }
+
+    /// Rewrites the manifest's size and SHA-256 of `slot` to match its file now, so a test
+    /// can reach the checks after mapping (symbol, ABI stamp).
+    func acceptSlotFileInManifest(_ slot: BuildSlot) throws {
+        let path = slotPath(slot)
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
+        let sha = try SHA256.hexDigest(ofFile: path)
+        let manifest = try String(contentsOfFile: bundle + "/manifest", encoding: .utf8)
+        let lines = manifest.split(separator: "\n").map { line -> String in
+            if line.hasPrefix("\(slot.rawValue).size=") { return "\(slot.rawValue).size=\(size)" }
+            if line.hasPrefix("\(slot.rawValue).sha256=") { return "\(slot.rawValue).sha256=\(sha)" }
+            return String(line)
+        }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: bundle + "/manifest", atomically: true, encoding: .utf8)
+    }
+
+    func launcher(_ arguments: String..., environment: [String: String] = [:]) throws -> ProcessResult {
+        try run(bundle + "/bin/launcher", arguments, environment: environment)
+    }
+
+    func rollbackctl(_ arguments: String..., environment: [String: String] = [:]) throws -> ProcessResult {
+        try run(bundle + "/bin/rollbackctl", arguments, environment: environment)
+    }
+
+    func run(_ executable: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ProcessResult {
+        var env = ProcessInfo.processInfo.environment
+        env.removeValue(forKey: "SWITCHBACK_SLOT")
+        env["SWITCHBACK_STATE_DIR"] = state
+        env.merge(environment) { $1 }
+        return try runProcess(executable, arguments, environment: env)
+    }
+
+    /// The history as `rollbackctl history --json` reports it.
+    func history() throws -> [[String: Any]] {
+        let result = try rollbackctl("history", "--json")
+        try #require(result.status == 0, "history failed: \(result.stderr)")
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as! [[String: Any]]
+    }
+
+    /// `rollbackctl status --json`.
+    func status() throws -> [String: Any] {
+        let result = try rollbackctl("status", "--json")
+        try #require(result.status == 0, "status failed: \(result.stderr)")
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as! [String: Any]
+    }
+
+    var currentVersion: String { (try? manifestValue("current.version")) ?? "?" }
+    var previousVersion: String { (try? manifestValue("previous.version")) ?? "?" }
+    func greeting(_ slot: BuildSlot) -> String {
+        "Hello from the Switchback sample app, version \(slot == .current ? currentVersion : previousVersion) (\(slot.rawValue) slot).\n"
+    }
+}

@@ -1,0 +1,100 @@
+import Testing
+@testable import SwitchbackCore
+
+@Suite struct PersistedStateTests {
+    let state = PersistedState(rollback: true, source: .remote, reason: "line one\nline\ttwo \\ three", changedAt: 42)
+
+    @Test func roundTripsEveryField() throws {
+        #expect(try PersistedState.parse(state.serialized(), path: "/s") == state)
+        #expect(try PersistedState.parse(PersistedState.initial.serialized(), path: "/s") == .initial)
+    }
+
+    @Test(arguments: [
+        ("", SwitchbackError.Code.stateInvalid, "is empty"),
+        ("format=1\nrollback=true\nsource=cli\n", .stateInvalid, "is truncated"),
+        ("\u{7F}ELF\0\0garbage", .stateInvalid, "malformed line"),
+        ("format=1\nrollback=maybe\nsource=cli\nend=ok\n", .stateInvalid, "no valid rollback line"),
+        ("format=1\nrollback=true\nsource=someone\nend=ok\n", .stateInvalid, "no valid source line"),
+        ("format=9\nsource=cli\nend=ok\n", .stateFromNewerFormat, "newer Switchback (format 9"),
+    ])
+    func damagedFilesThrowAClearError(text: String, code: SwitchbackError.Code, phrase: String) {
+        #expect {
+            try PersistedState.parse(Array(text.utf8), path: "/s/state")
+        } throws: { error in
+            guard let error = error as? SwitchbackError else { return false }
+            return error.code == code && error.message.contains(phrase) && error.message.contains("/s/state")
+        }
+    }
+
+    @Test func everyTruncationOfAValidFileIsDetected() {
+        let bytes = state.serialized()
+        for length in 0..<(bytes.count - 1) {
+            #expect(throws: SwitchbackError.self) { try PersistedState.parse(Array(bytes.prefix(length)), path: "/s") }
+        }
+    }
+
+    @Test func newerFormatKeepingTheRollbackKeyIsRead() throws {
+        let text = "format=2\nrollback=true\nsource=auto\nnew_field=x\nend=ok\n"
+        let parsed = try PersistedState.parse(Array(text.utf8), path: "/s")
+        #expect(parsed.rollback && parsed.source == .auto)
+    }
+
+    @Test func nonUTF8IsInvalid() {
+        #expect(throws: SwitchbackError.self) { try PersistedState.parse([0xFF, 0xFE, 0x3D], path: "/s") }
+    }
+}
+
+@Suite struct HistoryEventTests {
+    @Test func roundTripsAndSkipsTornLines() {
+        let event = HistoryEvent(time: 7, kind: .switch, from: .current, to: .previous, source: .cli, reason: "a\tb\nc")
+        let line = event.serialized()
+        #expect(HistoryEvent(line: line.dropLast()) == event)
+        #expect(HistoryEvent(line: line.prefix(line.count / 2)) == nil)
+        #expect(HistoryEvent(line: "garbage") == nil)
+    }
+}
+
+@Suite struct ABIStampTests {
+    @Test func ownStampIsCompatible() {
+        #expect(ABIStamp.own.contractVersion >= 1)
+        #expect(ABIStamp.own.incompatibility() == nil)
+        #expect(ABIStamp(ABIStamp.own.description) == ABIStamp.own)
+    }
+
+    @Test func olderContractVersionsRunNewerDoNot() {
+        let own = ABIStamp(contractVersion: 3, toolchain: "t")
+        #expect(ABIStamp(contractVersion: 1, toolchain: "t").incompatibility(with: own) == nil)
+        #expect(ABIStamp(contractVersion: 4, toolchain: "t").incompatibility(with: own)?.contains("contract version 4") == true)
+        #expect(ABIStamp(contractVersion: 0, toolchain: "t").incompatibility(with: own) != nil)
+    }
+
+    @Test func anotherToolchainIsRefused() {
+        let own = ABIStamp(contractVersion: 1, toolchain: "swift-a")
+        #expect(ABIStamp(contractVersion: 1, toolchain: "swift-b").incompatibility(with: own)?.contains("another toolchain") == true)
+    }
+
+    @Test func garbageIsNotAStamp() {
+        #expect(ABIStamp("hello") == nil)
+        #expect(ABIStamp("switchback-abi/x toolchain/y") == nil)
+    }
+}
+
+@Suite struct StateDirectoryTests {
+    @Test func resolutionOrder() throws {
+        let env: [String: String] = ["SWITCHBACK_STATE_DIR": "/a", "XDG_STATE_HOME": "/x", "HOME": "/h"]
+        #expect(try StateDirectory.resolve(explicit: "/e", appID: "id") { env[$0] }.path == "/e")
+        #expect(try StateDirectory.resolve(appID: "id") { env[$0] }.path == "/a")
+        #expect(try StateDirectory.resolve(appID: "id") { ["XDG_STATE_HOME": "/x", "HOME": "/h"][$0] }.path == "/x/id")
+        #expect(try StateDirectory.resolve(appID: "id") { ["HOME": "/h"][$0] }.path == "/h/.local/state/id")
+        #expect(throws: SwitchbackError.self) { try StateDirectory.resolve(appID: "id") { _ in nil } }
+    }
+}
+
+@Suite struct KeyValueTextTests {
+    @Test func escapingIsReversible() {
+        for value in ["", "plain", "a\nb", "tab\there", "back\\slash\\n", "\r\n\t\\"] {
+            #expect(KeyValueText.unescape(KeyValueText.escape(value)) == value)
+            #expect(!KeyValueText.escape(value).contains("\n"))
+        }
+    }
+}
