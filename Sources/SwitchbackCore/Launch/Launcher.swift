@@ -34,7 +34,6 @@ public enum Launcher {
         let trusted = loaded.problem?.code != .insecurePermissions
         let verifier = SlotVerifier(bundleRoot: bundleRoot, manifest: manifest,
                                     cache: trusted ? VerifiedCache(path: directory.verifiedCachePath) : nil)
-        if trusted { try? FileSystem.createDirectory(directory.path) }
 
         // Checks before mapping: a failure here can fall back in this process.
         let path: String

@@ -22,18 +22,19 @@ public struct VerifiedCache: Sendable {
         var kept = entries().filter { $0.file != file }
         kept.append(Entry(file: file, fingerprint: fingerprint, sha256: sha256))
         let text = kept.suffix(8).map { ([$0.file] + $0.fingerprint.fields + [$0.sha256]).joined(separator: "\t") + "\n" }.joined()
+        try? FileSystem.createDirectory(FileSystem.parentDirectory(of: path))
         try? FileSystem.replace(path, with: Array(text.utf8), durable: false)
     }
 
     func entries() -> [Entry] {
         guard let bytes = try? FileSystem.read(path, limit: 64 << 10) else { return [] }
-        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
-            let f = line.split(separator: "\t", omittingEmptySubsequences: false)
+        return bytes.split(separator: 0x0A).compactMap { line in
+            let f = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
             guard f.count == 7, let device = UInt64(f[1]), let inode = UInt64(f[2]), let size = Int64(f[3]),
                   let modified = Int64(f[4]), let changed = Int64(f[5]) else { return nil }
-            return Entry(file: String(f[0]),
+            return Entry(file: f[0],
                          fingerprint: FileFingerprint(device: device, inode: inode, size: size, modified: modified, changed: changed),
-                         sha256: String(f[6]))
+                         sha256: f[6])
         }
     }
 }

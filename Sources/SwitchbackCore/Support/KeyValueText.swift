@@ -22,20 +22,26 @@ public struct KeyValueText: Sendable, Equatable {
     }
 
     /// Parses `bytes`. Throws `.stateInvalid` naming the first bad line: not UTF-8, a line
-    /// without `=`, or an empty key.
+    /// without `=`, or an empty key. Works on bytes, not Characters: the launcher parses
+    /// the manifest and the state at every start.
     public static func parse(_ bytes: [UInt8], describing what: String) throws(SwitchbackError) -> KeyValueText {
-        guard let text = String(validating: bytes, as: UTF8.self) else {
-            throw SwitchbackError(.stateInvalid, "\(what) is not UTF-8 text.")
-        }
         var result = KeyValueText()
         var lineNumber = 0
-        for line in text.split(separator: "\n", omittingEmptySubsequences: false) {
+        var lineStart = 0
+        while lineStart < bytes.count {
             lineNumber += 1
-            if line.isEmpty || line.first == "#" { continue }
-            guard let equals = line.firstIndex(of: "="), equals != line.startIndex else {
+            var lineEnd = lineStart
+            while lineEnd < bytes.count, bytes[lineEnd] != 0x0A { lineEnd += 1 }
+            defer { lineStart = lineEnd + 1 }
+            if lineEnd == lineStart || bytes[lineStart] == 0x23 { continue }  // empty or "#"
+            var equals = lineStart
+            while equals < lineEnd, bytes[equals] != 0x3D { equals += 1 }
+            guard equals > lineStart, equals < lineEnd,
+                  let key = String(validating: bytes[lineStart..<equals], as: UTF8.self),
+                  let raw = String(validating: bytes[(equals + 1)..<lineEnd], as: UTF8.self) else {
                 throw SwitchbackError(.stateInvalid, "\(what) has a malformed line \(lineNumber).")
             }
-            result.append(String(line[..<equals]), unescape(line[line.index(after: equals)...]))
+            result.append(key, raw.utf8.contains(0x5C) ? unescape(raw) : raw)
         }
         return result
     }
