@@ -8,11 +8,13 @@ public struct SampleApp {
 
     public init(launch: LaunchInfo) { self.launch = launch }
 
-    /// Runs one command and returns the exit code.
+    /// Runs one command and returns the exit code. Every command but the failure
+    /// demonstrations (`crash`, `hang`, `exit`) marks the start good once it is initialised.
     public func run(_ arguments: [String]) -> Int32 {
-        switch arguments.first {
+        let command = arguments.first
+        if !["crash", "hang", "exit"].contains(command ?? "") { launch.markGood() }
+        switch command {
         case nil:
-            launch.markGood()
             let slot = launch.slot.map { " (\($0) slot)" } ?? ""
             print("Hello from the Switchback sample app, version \(launch.version)\(slot).")
             return 0
@@ -21,7 +23,10 @@ public struct SampleApp {
             return 0
         case "crash":
             // Crashes before the app marks itself healthy, to demonstrate automatic rollback.
-            fatalError("the sample app crashes on purpose (\(launch.version))")
+            crash(arguments.dropFirst().first ?? "fatal")
+        case "hang":
+            // Never marks itself good: for an outside SIGKILL.
+            while true { sleep(60) }
         case "args":
             for argument in arguments.dropFirst() { print(argument) }
             return 0
@@ -31,10 +36,23 @@ public struct SampleApp {
         case "exit":
             return Int32(arguments.dropFirst().first ?? "") ?? 0
         default:
-            printError("Error: unknown command '\(arguments[0])'. Commands: version, crash, args, env, exit.")
+            printError("Error: unknown command '\(arguments[0])'. Commands: version, crash [fatal|segv|abort], hang, args, env, exit N.")
             return 64
         }
     }
+}
+
+/// Dies the way `kind` says, without marking the start good.
+func crash(_ kind: String) -> Never {
+    switch kind {
+    case "segv":
+        raise(SIGSEGV)
+    case "abort":
+        abort()
+    default:
+        break
+    }
+    fatalError("the sample app crashes on purpose")
 }
 
 /// Writes one line to stderr.

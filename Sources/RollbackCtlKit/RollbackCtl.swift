@@ -54,6 +54,7 @@ public enum RollbackCtl {
         case "status", "history": flags = ["--json"]
         case "rollback", "rollforward": valued.insert("--reason")
         case "inspect": flags = ["--json"]; positionals = 1
+        case "mark-good", "mark-bad": positionals = 1
         default: break
         }
         let parsed = try ParsedArguments(tail, subcommand: name, valued: valued, flags: flags, maxPositionals: positionals)
@@ -72,6 +73,8 @@ public enum RollbackCtl {
             try SwitchCommand(workspace: workspace, rollback: name == "rollback", reason: parsed.options["--reason"]).run(console)
         case "history": try HistoryCommand(workspace: workspace, json: parsed.wantsJSON).run(console)
         case "verify": try VerifyCommand(workspace: workspace).run(console)
+        case "mark-good", "mark-bad":
+            try VerdictCommand(workspace: workspace, good: name == "mark-good", slotName: parsed.positionals.first).run(console)
         default: throw .usage("Unknown subcommand '\(name)'.", subcommand: nil)
         }
     }

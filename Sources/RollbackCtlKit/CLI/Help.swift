@@ -19,6 +19,8 @@ enum Help {
       rollback            Persist the flag: run the previous slot.
       rollforward         Clear the flag: run the current slot.
       history             Every switch: when, from, to, source, reason.
+      mark-good           Mark a slot's build good: its starts are no longer counted.
+      mark-bad            Mark a slot's build bad: the other slot runs.
       verify              Check both slots against the manifest.
       inspect             Show the version, build and ABI stamp of an AppCore library.
 
@@ -60,6 +62,29 @@ enum Help {
 
         OPTIONS:
           --json              Print JSON (an array of events, oldest first).
+          -h, --help          Show help information.
+        """,
+        "mark-good": """
+        OVERVIEW: Mark the build in SLOT good, durably: its starts are no longer counted.
+
+        USAGE: rollbackctl mark-good [SLOT]
+
+        ARGUMENTS:
+          SLOT                current or previous (default: the slot the next start runs).
+
+        OPTIONS:
+          -h, --help          Show help information.
+        """,
+        "mark-bad": """
+        OVERVIEW: Mark the build in SLOT bad: the launcher runs the other slot, and if the
+        rollback flag selects SLOT it moves to the other slot.
+
+        USAGE: rollbackctl mark-bad [SLOT]
+
+        ARGUMENTS:
+          SLOT                current or previous (default: the slot the next start runs).
+
+        OPTIONS:
           -h, --help          Show help information.
         """,
         "verify": """

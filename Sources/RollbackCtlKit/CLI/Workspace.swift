@@ -31,6 +31,12 @@ struct Workspace {
 
     var store: StateStore { StateStore(directory: directory) }
     var history: HistoryLog { HistoryLog(path: directory.historyPath) }
+    var health: HealthStore { HealthStore(directory: directory) }
+
+    /// The verdict on the build in `slot` now.
+    func health(of slot: BuildSlot, in record: HealthRecord) -> SlotHealth {
+        record.health(of: slot, build: manifest[slot].sha256, tries: manifest.trialTries)
+    }
 
     /// Refuses a state directory another user can write.
     func checkTrusted() throws(CommandError) {

@@ -24,8 +24,28 @@ struct SwitchCommand {
         case (false, true): console.out("Already rolled back: the next start runs the previous slot (\(version)); nothing changed.")
         case (false, false): console.out("Already rolled forward: the next start runs the current slot (\(version)); nothing changed.")
         }
+        rearmIfBad(target, console)
         do { _ = try workspace.verifier().verify(target) } catch {
             console.error("Warning: \(error.message) The launcher will fall back to the \(target.other.rawValue) slot until it is fixed.")
+        }
+    }
+
+    /// Operator intent wins: switching to a bad build puts it back on trial with fresh tries.
+    private func rearmIfBad(_ slot: BuildSlot, _ console: Console) {
+        let manifest = workspace.manifest
+        let before = workspace.health(of: slot, in: workspace.health.load().record)
+        guard before.isBad else { return }
+        do {
+            try workspace.health.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
+                var health = SlotHealth.fresh(build: manifest[slot].sha256, tries: manifest.trialTries)
+                health.lastGoodAt = before.lastGoodAt
+                health.changedAt = currentUnixTime()
+                health.note = "put back on trial by \(rollback ? "rollback" : "rollforward")"
+                record[slot] = health
+            }
+            console.out("The \(slot.rawValue) build (\(manifest[slot].version)) was bad\(before.note.map { " (\($0))" } ?? ""); it is back on trial with \(manifest.trialTries) tries.")
+        } catch {
+            console.error("Warning: could not put the \(slot.rawValue) build back on trial: \(error.message)")
         }
     }
 }

@@ -10,6 +10,7 @@ struct StatusReport {
     var state: PersistedState
     var stateProblem: String?
     var slots: [BuildSlot: (record: Manifest.SlotRecord, problem: String?)]
+    var health: [BuildSlot: SlotHealth]
     var stateDirectory: String
     var bundleRoot: String
     var appID: String
@@ -28,6 +29,12 @@ struct StatusReport {
         do { decision = try SlotDecision.decide(state: loaded, forcedSlot: environmentValue("SWITCHBACK_SLOT")) } catch {
             throw .failure(error.message)
         }
+        let healthRecord = workspace.health.load().record
+        var health: [BuildSlot: SlotHealth] = [:]
+        for slot in BuildSlot.allCases { health[slot] = workspace.health(of: slot, in: healthRecord) }
+        decision = HealthPolicy.choose(decision, current: health[.current]!, previous: health[.previous]!,
+                                       versions: { workspace.manifest[$0].version }).decision
+        self.health = health
         let verifier = workspace.verifier()
         var slots: [BuildSlot: (Manifest.SlotRecord, String?)] = [:]
         for slot in BuildSlot.allCases {
@@ -55,10 +62,26 @@ struct StatusReport {
         for slot in BuildSlot.allCases {
             guard let (record, problem) = slots[slot] else { continue }
             let build = record.build.isEmpty ? "" : " build \(record.build)"
-            lines.append("\(slot.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.version)\(build): \(problem ?? "ok")")
+            let verdict = health[slot].map { ", \($0.summary)" } ?? ""
+            lines.append("\(slot.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.version)\(build): \(problem ?? "ok")\(verdict)")
         }
         lines.append("State directory: \(stateDirectory)")
         return lines.joined(separator: "\n")
+    }
+
+    static func json(_ health: SlotHealth) -> [String: Any] {
+        var object: [String: Any] = [
+            "failed_starts": health.failedStarts,
+            "note": health.note ?? NSNull(),
+            "last_good_at": health.lastGoodAt.map(formatRFC3339) ?? NSNull(),
+            "summary": health.summary,
+        ]
+        switch health.verdict {
+        case .good: object["verdict"] = "good"
+        case .bad: object["verdict"] = "bad"
+        case .trial(let tries): object["verdict"] = "trial"; object["tries_left"] = tries
+        }
+        return object
     }
 
     var json: [String: Any] {
@@ -67,6 +90,7 @@ struct StatusReport {
             slotObjects[slot.rawValue] = [
                 "version": entry.record.version, "build": entry.record.build, "abi": entry.record.abiStamp,
                 "sha256": entry.record.sha256, "ok": entry.problem == nil, "problem": entry.problem ?? NSNull(),
+                "health": health[slot].map(Self.json) ?? NSNull(),
             ] as [String: Any]
         }
         return [

@@ -13,6 +13,10 @@ public struct SlotDecision: Sendable, Equatable {
         case forcedByEnvironment
         /// The chosen slot could not run; this one runs instead.
         case fallback(failed: BuildSlot, failure: String)
+        /// The chosen slot's build is bad (automatic rollback); this one runs instead.
+        case markedBad(failed: BuildSlot, why: String)
+        /// Both builds are bad; this one started well most recently.
+        case bothBad
     }
 
     /// The slot to run.
@@ -60,6 +64,10 @@ public struct SlotDecision: Sendable, Equatable {
             return "SWITCHBACK_SLOT=\(slot.rawValue) forces it for this run"
         case .fallback(let failed, let failure):
             return "the \(failed.rawValue) slot cannot run (\(failure.hasSuffix(".") ? String(failure.dropLast()) : failure))"
+        case .markedBad(let failed, let why):
+            return "the \(failed.rawValue) build \(why)"
+        case .bothBad:
+            return "both builds are bad and this one started well most recently"
         }
     }
 

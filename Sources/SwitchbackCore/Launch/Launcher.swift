@@ -32,6 +32,11 @@ public enum Launcher {
                 .fallingBack(failure: earlierFailure.message)
         }
         let trusted = loaded.problem?.code != .insecurePermissions
+        let health = HealthStore(directory: directory)
+        var healthRecord = HealthRecord()
+        if trusted && !decision.isForced {
+            healthRecord = applyHealth(to: &decision, store: health, manifest: manifest, directory: directory)
+        }
         let verifier = SlotVerifier(bundleRoot: bundleRoot, manifest: manifest,
                                     cache: trusted ? VerifiedCache(path: directory.verifiedCachePath) : nil)
 
@@ -55,13 +60,23 @@ public enum Launcher {
             reexecute(after: decision.slot, failure: error.message)
         }
 
+        var session: StartSession?
+        if trusted && !decision.isForced {
+            let build = manifest[decision.slot].sha256
+            session = StartSession(store: health, slot: decision.slot, build: build, tries: manifest.trialTries,
+                                   known: healthRecord.health(of: decision.slot, build: build, tries: manifest.trialTries))
+            session?.begin()
+        }
+
         if case .fallback(let failed, let failure) = decision.reason {
             printError("launcher: \(failure) Running the \(decision.slot.rawValue) slot (\(manifest[decision.slot].version)) instead.")
             if trusted { recordFallback(from: failed, to: decision.slot, failure: failure, directory: directory) }
         } else if let sentence = loaded.problemSentence {
             printError("launcher: \(sentence)")
         }
-        exit(call(slot, manifest: manifest, directory: directory))
+        let code = call(slot, manifest: manifest, directory: directory, session: session)
+        if code == 0 && manifest.goodOnExitZero { session?.markGood(note: "exited with code 0") }
+        exit(code)
     }
 
     // MARK: - Steps
@@ -78,6 +93,33 @@ public enum Launcher {
             return (directory, LoadedState(state: .initial, problem: error))
         }
         return (directory, StateStore(directory: directory).load())
+    }
+
+    /// Automatic rollback: a build out of tries is marked bad, a bad build gives way to the
+    /// other slot (and the flag follows, source `auto`). Returns the verdicts it read.
+    static func applyHealth(to decision: inout SlotDecision, store: HealthStore, manifest: Manifest, directory: StateDirectory) -> HealthRecord {
+        let (record, problem) = store.load()
+        if let problem { printError("launcher: \(problem.message) Every build is on trial again.") }
+        let tries = manifest.trialTries
+        let choice = HealthPolicy.choose(decision,
+                                         current: record.health(of: .current, build: manifest.current.sha256, tries: tries),
+                                         previous: record.health(of: .previous, build: manifest.previous.sha256, tries: tries),
+                                         versions: { manifest[$0].version })
+        if let bad = choice.markBad {
+            try? store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
+                var health = record.health(of: bad, build: manifest[bad].sha256, tries: tries)
+                health.verdict = .bad
+                health.changedAt = currentUnixTime()
+                health.note = "\(health.failedStarts) \(health.failedStarts == 1 ? "start" : "starts") without a good mark"
+                record[bad] = health
+            }
+        }
+        if let (slot, reason) = choice.switchFlag {
+            _ = try? StateStore(directory: directory).setRollback(slot == .previous, source: .auto, reason: reason)
+        }
+        if let message = choice.message { printError("launcher: \(message)") }
+        decision = choice.decision
+        return choice.markBad == nil ? record : store.load().record
     }
 
     static func takeEarlierFailure() -> (slot: BuildSlot, message: String)? {
@@ -102,7 +144,7 @@ public enum Launcher {
         }
     }
 
-    static func call(_ slot: LoadedSlot, manifest: Manifest, directory: StateDirectory) -> Int32 {
+    static func call(_ slot: LoadedSlot, manifest: Manifest, directory: StateDirectory, session: StartSession?) -> Int32 {
         let context = UnsafeMutablePointer<SwitchbackContext>.allocate(capacity: 1)
         context.initialize(to: SwitchbackContext(
             contract_version: UInt32(SWITCHBACK_CONTRACT_VERSION),
@@ -112,8 +154,11 @@ public enum Launcher {
             slot_version: strdup(manifest[slot.slot].version),
             other_slot_version: strdup(manifest[slot.slot.other].version),
             state_directory: strdup(directory.path),
-            mark_good: { _ in 0 },
-            launcher_data: nil))
+            mark_good: { context in
+                guard let data = context?.pointee.launcher_data else { return 0 }
+                return Unmanaged<StartSession>.fromOpaque(data).takeUnretainedValue().markGood(note: "marked good by the app")
+            },
+            launcher_data: session.map { Unmanaged.passRetained($0).toOpaque() }))
         return slot.entryPoint(CommandLine.argc, CommandLine.unsafeArgv, environ, context)
     }
 

@@ -83,3 +83,15 @@ extension Manifest {
         bundleRoot + "/slots/" + slot.rawValue + "/libAppCore.so"
     }
 }
+
+extension Manifest {
+    /// How many starts a new build gets to be marked good (`trial.tries`, default 3).
+    public var trialTries: Int {
+        settings["trial.tries"].flatMap { Int($0) }.map { max(1, $0) } ?? 3
+    }
+
+    /// Whether an exit code 0 marks a start good (`trial.good_on_exit_zero`, default true).
+    public var goodOnExitZero: Bool {
+        settings["trial.good_on_exit_zero"] != "false"
+    }
+}

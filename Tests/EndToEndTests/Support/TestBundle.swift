@@ -90,3 +90,20 @@ struct TestBundle {
         "Hello from the Switchback sample app, version \(slot == .current ? currentVersion : previousVersion) (\(slot.rawValue) slot).\n"
     }
 }
+
+extension TestBundle {
+    /// Adds or replaces a setting in the manifest (settings are not part of the slot checks).
+    func setManifestSetting(_ key: String, _ value: String) throws {
+        let path = bundle + "/manifest"
+        var lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+        lines.removeAll { $0.hasPrefix(key + "=") }
+        lines.append("\(key)=\(value)")
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    /// `status --json`'s health object of `slot`.
+    func health(_ slot: String) throws -> [String: Any] {
+        let slots = try #require(try status()["slots"] as? [String: [String: Any]])
+        return try #require(slots[slot]?["health"] as? [String: Any])
+    }
+}

@@ -1,0 +1,50 @@
+import SwitchbackCore
+
+/// `mark-good [SLOT]` and `mark-bad [SLOT]`: an operator's health verdict on the build in a
+/// slot (default: the slot the next start runs). Marking the selected slot bad also moves
+/// the flag to the other slot, so `status` and the next start agree.
+struct VerdictCommand {
+    let workspace: Workspace
+    let good: Bool
+    let slotName: String?
+
+    func run(_ console: Console) throws(CommandError) {
+        try workspace.checkTrusted()
+        let slot: BuildSlot
+        if let slotName {
+            guard let named = BuildSlot(rawValue: slotName) else {
+                throw .usage("SLOT must be 'current' or 'previous', not '\(slotName)'.", subcommand: good ? "mark-good" : "mark-bad")
+            }
+            slot = named
+        } else {
+            slot = try StatusReport(workspace: workspace).activeSlot
+        }
+        let manifest = workspace.manifest
+        let version = manifest[slot].version
+        do {
+            try workspace.health.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
+                var health = record.health(of: slot, build: manifest[slot].sha256, tries: manifest.trialTries)
+                let now = currentUnixTime()
+                health.verdict = good ? .good : .bad
+                health.changedAt = now
+                if good { health.lastGoodAt = now; health.failedStarts = 0 }
+                health.note = good ? "marked good with rollbackctl" : "marked bad with rollbackctl"
+                record[slot] = health
+            }
+            if good {
+                console.out("Marked the \(slot.rawValue) build (\(version)) good: its starts are no longer counted.")
+                return
+            }
+            console.out("Marked the \(slot.rawValue) build (\(version)) bad.")
+            let loaded = workspace.store.load()
+            let otherHealth = workspace.health.load().record.health(of: slot.other, build: manifest[slot.other].sha256, tries: manifest.trialTries)
+            if loaded.state.slot == slot && !otherHealth.isBad {
+                _ = try workspace.store.setRollback(slot.other == .previous, source: .cli,
+                                                    reason: "the \(slot.rawValue) build (\(version)) was marked bad with rollbackctl")
+                console.out("The next start runs the \(slot.other.rawValue) slot (\(manifest[slot.other].version)).")
+            }
+        } catch {
+            throw .failure(error.message)
+        }
+    }
+}

@@ -1,0 +1,66 @@
+/// What the health verdicts change about a start: the pure part of automatic rollback.
+public struct HealthChoice: Sendable, Equatable {
+    /// The decision to act on (the input one, or the other slot).
+    public var decision: SlotDecision
+    /// A build whose tries ran out now: mark it bad.
+    public var markBad: BuildSlot?
+    /// Persist the flag to this slot (source `auto`), with this reason.
+    public var switchFlag: (slot: BuildSlot, reason: String)?
+    /// A line for stderr.
+    public var message: String?
+
+    public static func == (lhs: HealthChoice, rhs: HealthChoice) -> Bool {
+        lhs.decision == rhs.decision && lhs.markBad == rhs.markBad && lhs.message == rhs.message
+            && lhs.switchFlag?.slot == rhs.switchFlag?.slot && lhs.switchFlag?.reason == rhs.switchFlag?.reason
+    }
+}
+
+/// Automatic rollback, as a pure function of the decision, both verdicts and the versions.
+public enum HealthPolicy {
+    /// Applies the verdicts to `decision`:
+    /// - a build on trial with no tries left is marked bad now;
+    /// - a bad build does not run: the other slot runs and the flag follows it (source `auto`);
+    /// - when both builds are bad, the one marked good most recently runs (or the chosen one
+    ///   when neither ever was), with a loud message saying how to recover.
+    /// A forced run (`SWITCHBACK_SLOT`) is left alone.
+    public static func choose(_ decision: SlotDecision, current: SlotHealth, previous: SlotHealth,
+                              versions: (BuildSlot) -> String) -> HealthChoice {
+        var choice = HealthChoice(decision: decision)
+        if decision.isForced { return choice }
+        func health(_ slot: BuildSlot) -> SlotHealth { slot == .current ? current : previous }
+        func isExhausted(_ h: SlotHealth) -> Bool { h.verdict == .trial(triesLeft: 0) }
+        func describe(_ slot: BuildSlot) -> String { "the \(slot.rawValue) build (\(versions(slot)))" }
+
+        let chosen = decision.slot, other = chosen.other
+        let chosenHealth = health(chosen)
+        guard chosenHealth.isBad || isExhausted(chosenHealth) else { return choice }
+        let why = isExhausted(chosenHealth)
+            ? "failed \(chosenHealth.failedStarts) \(chosenHealth.failedStarts == 1 ? "start" : "starts") without being marked good"
+            : "is marked bad\(chosenHealth.note.map { " (\($0))" } ?? "")"
+        if isExhausted(chosenHealth) { choice.markBad = chosen }
+
+        let otherHealth = health(other)
+        if !otherHealth.isBad && !isExhausted(otherHealth) {
+            choice.decision = SlotDecision(slot: other, reason: .markedBad(failed: chosen, why: why))
+            choice.switchFlag = (other, "\(describe(chosen)) \(why)")
+            choice.message = "\(capitalized(describe(chosen))) \(why); running the \(other.rawValue) slot (\(versions(other))) instead."
+            return choice
+        }
+        // Both bad: run the one that last started well, and say how to recover.
+        let run: BuildSlot
+        switch (current.lastGoodAt, previous.lastGoodAt) {
+        case (let c?, let p?): run = c >= p ? .current : .previous
+        case (_?, nil): run = .current
+        case (nil, _?): run = .previous
+        case (nil, nil): run = chosen
+        }
+        let lastGood = health(run).lastGoodAt.map { "it last started well on \(formatUTC($0))" } ?? "neither ever started well"
+        choice.decision = SlotDecision(slot: run, reason: .bothBad)
+        choice.message = "WARNING: both builds are bad (\(describe(chosen)) \(why); \(describe(other)) \(otherHealth.isBad ? "is marked bad" : "has no tries left")). Running the \(run.rawValue) slot because \(lastGood). Fix a build and run 'rollbackctl rollforward' or 'rollbackctl rollback' to put it back on trial, or 'rollbackctl mark-good SLOT'."
+        return choice
+    }
+
+    private static func capitalized(_ text: String) -> String {
+        text.prefix(1).uppercased() + text.dropFirst()
+    }
+}

@@ -1,0 +1,56 @@
+/// One start of one build, for automatic rollback: uses a try before the entry point runs,
+/// and turns the app's good mark (or exit code 0) into a durable verdict.
+public final class StartSession: @unchecked Sendable {
+    let store: HealthStore
+    let slot: BuildSlot
+    let build: String
+    let tries: Int
+    private var isGood: Bool
+
+    init(store: HealthStore, slot: BuildSlot, build: String, tries: Int, known: SlotHealth) {
+        self.store = store
+        self.slot = slot
+        self.build = build
+        self.tries = tries
+        self.isGood = known.isGood || known.isBad
+    }
+
+    /// Uses one try of an on-trial build, under the lock, without fsync (a decrement lost to
+    /// a power cut only gives the build one more try). Good and bad builds write nothing.
+    /// When launchers race for the last try, the counter stays at zero and the next start
+    /// marks the build bad.
+    func begin() {
+        guard !isGood else { return }
+        try? store.update(durable: false) { (record: inout HealthRecord) throws(SwitchbackError) in
+            var health = record.health(of: slot, build: build, tries: tries)
+            if case .trial(let left) = health.verdict {
+                health.verdict = .trial(triesLeft: max(0, left - 1))
+                health.failedStarts += 1
+                health.changedAt = currentUnixTime()
+            }
+            record[slot] = health
+        }
+    }
+
+    /// Marks this build good, durably, once. Returns 0, or -1 when it could not be written.
+    @discardableResult
+    public func markGood(note: String) -> Int32 {
+        if isGood { return 0 }
+        do {
+            try store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
+                var health = record.health(of: slot, build: build, tries: tries)
+                let now = currentUnixTime()
+                health.verdict = .good
+                health.failedStarts = 0
+                health.lastGoodAt = now
+                health.changedAt = now
+                health.note = note
+                record[slot] = health
+            }
+            isGood = true
+            return 0
+        } catch {
+            return -1
+        }
+    }
+}
