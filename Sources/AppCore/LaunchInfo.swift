@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import AppCoreStamp
 import SwitchbackContract
 
@@ -11,6 +14,14 @@ public struct LaunchInfo {
     /// The state directory the launcher uses; nil when not under the launcher.
     public var stateDirectory: String?
     private var context: UnsafePointer<SwitchbackContext>?
+
+    /// Where the app keeps its data: `$SAMPLE_DATA_DIR`, else `data/` in the launcher's state
+    /// directory, else `~/.local/share/switchback-sample`.
+    public var dataDirectory: String {
+        if let value = getenv("SAMPLE_DATA_DIR"), value.pointee != 0 { return String(cString: value) }
+        if let stateDirectory { return stateDirectory + "/data" }
+        return (getenv("HOME").map { String(cString: $0) } ?? "/tmp") + "/.local/share/switchback-sample"
+    }
 
     /// Reads the launcher's context, checking `size` before every field it uses.
     public init(_ context: UnsafePointer<SwitchbackContext>?) {

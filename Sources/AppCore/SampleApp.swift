@@ -2,7 +2,8 @@
 import Glibc
 #endif
 
-/// The sample app: a greeting, `version`, and `crash`. Replace it with your own code.
+/// The sample app: a greeting, `version`, `crash`, a notes store and a small server.
+/// Replace it with your own code.
 public struct SampleApp {
     let launch: LaunchInfo
 
@@ -12,7 +13,7 @@ public struct SampleApp {
     /// demonstrations (`crash`, `hang`, `exit`) marks the start good once it is initialised.
     public func run(_ arguments: [String]) -> Int32 {
         let command = arguments.first
-        if !["crash", "hang", "exit"].contains(command ?? "") { launch.markGood() }
+        if !["crash", "hang", "exit", "serve"].contains(command ?? "") { launch.markGood() }
         switch command {
         case nil:
             let slot = launch.slot.map { " (\($0) slot)" } ?? ""
@@ -35,8 +36,12 @@ public struct SampleApp {
             return 0
         case "exit":
             return Int32(arguments.dropFirst().first ?? "") ?? 0
+        case "note":
+            return NotesCommand(store: NotesStore(directory: launch.dataDirectory)).run(Array(arguments.dropFirst()))
+        case "serve":
+            return Server(launch: launch).run(Array(arguments.dropFirst()))
         default:
-            printError("Error: unknown command '\(arguments[0])'. Commands: version, crash [fatal|segv|abort], hang, args, env, exit N.")
+            printError("Error: unknown command '\(arguments[0])'. Commands: version, note add TEXT, note list, serve, crash [fatal|segv|abort], hang, args, env, exit N.")
             return 64
         }
     }

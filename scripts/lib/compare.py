@@ -1,16 +1,17 @@
 #!/usr/bin/env python3
 """Alternating hyperfine comparisons for scripts/bench.
 
-Each spec is "name|command A|command B (or empty)|targets", targets a comma list of
+Each spec is "name|command A|command B (or empty)|targets[|VAR=value;VAR=value]": the
+optional last field sets environment variables for that comparison. Targets are a comma list of
 ratio<=X (median A / median B), added_ms<=X (median A - median B) and median_ms<=X (A).
 For each spec, `rounds` rounds run hyperfine on A and B with `runs` runs each, swapping
 the order every round; all runs are pooled before the medians are taken.
 """
 import argparse, json, os, statistics, subprocess, sys
 
-def hyperfine(commands, runs, export):
+def hyperfine(commands, runs, export, env):
     args = ["hyperfine", "-N", "--style", "none", "--warmup", "5", "--runs", str(runs), "--export-json", export]
-    subprocess.run(args + commands, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(args + commands, check=True, stdout=subprocess.DEVNULL, env=env)
     with open(export) as f:
         return [r["times"] for r in json.load(f)["results"]]
 
@@ -24,13 +25,17 @@ def main():
     failed = False
     rows = []
     for spec in a.specs:
-        name, cmd_a, cmd_b, targets = spec.split("|")
+        name, cmd_a, cmd_b, targets, *extra = spec.split("|")
+        env = dict(os.environ)
+        for assignment in filter(None, (extra[0] if extra else "").split(";")):
+            key, value = assignment.split("=", 1)
+            env[key] = value
         pooled_a, pooled_b = [], []
         for r in range(a.rounds):
             order = [cmd_a, cmd_b] if cmd_b else [cmd_a]
             if cmd_b and r % 2:
                 order.reverse()
-            times = hyperfine(order, a.runs, os.path.join(a.out, "hyperfine.json"))
+            times = hyperfine(order, a.runs, os.path.join(a.out, "hyperfine.json"), env)
             for cmd, t in zip(order, times):
                 (pooled_a if cmd == cmd_a else pooled_b).extend(t)
         med_a = statistics.median(pooled_a) * 1000
@@ -47,12 +52,12 @@ def main():
             verdicts.append(f"{key} {row[key]:.3f} <= {limit}: {'ok' if ok else 'MISSED'}")
         row["verdicts"] = verdicts
         rows.append(row)
-    print(f"{'comparison':<34} {'A median':>10} {'B median':>10} {'ratio':>7} {'added':>9}  runs/side")
+    print(f"{'comparison':<44} {'A median':>10} {'B median':>10} {'ratio':>7} {'added':>9}  runs/side")
     for row in rows:
         b = f"{row['b_ms']:.2f} ms" if "b_ms" in row else "-"
         ratio = f"{row['ratio']:.3f}" if "ratio" in row else "-"
         added = f"{row['added_ms']:+.2f} ms" if "added_ms" in row else "-"
-        print(f"{row['name']:<34} {row['a_ms']:>7.2f} ms {b:>10} {ratio:>7} {added:>9}  {row['n']}")
+        print(f"{row['name']:<44} {row['a_ms']:>7.2f} ms {b:>10} {ratio:>7} {added:>9}  {row['n']}")
     for row in rows:
         for v in row["verdicts"]:
             print(f"  {row['name']}: {v}")
