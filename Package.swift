@@ -28,7 +28,9 @@ let package = Package(
             ]
         ),
         // State, manifest, decision and loading: no Foundation, so the launcher stays thin.
-        .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract"]),
+        // Wrappers of the C calls Swift cannot make (prctl, the wait(2) macros).
+        .target(name: "SwitchbackSystem"),
+        .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract", "SwitchbackSystem"]),
         .executableTarget(name: "launcher", dependencies: ["SwitchbackCore", "SwitchbackContract"]),
         .target(name: "RollbackCtlKit", dependencies: ["SwitchbackCore", "SwitchbackContract"]),
         .executableTarget(name: "rollbackctl", dependencies: ["RollbackCtlKit"]),

@@ -23,6 +23,11 @@ public enum Launcher {
 
         let earlierFailure = takeEarlierFailure()
         let (directory, loaded) = loadState(appID: manifest.appID)
+        if Supervisor.isChild {
+            Supervisor.adoptParent()
+        } else if Supervisor.isEnabled(manifest: manifest) {
+            Supervisor.run(manifest: manifest, directory: directory, trusted: loaded.problem?.code != .insecurePermissions)
+        }
         var decision: SlotDecision
         do { decision = try SlotDecision.decide(state: loaded, forcedSlot: environmentValue("SWITCHBACK_SLOT")) } catch {
             fail(error.message, code: 64)
@@ -74,6 +79,7 @@ public enum Launcher {
         } else if let sentence = loaded.problemSentence {
             printError("launcher: \(sentence)")
         }
+        if Supervisor.isChild { Supervisor.reportToParent(slot: decision.slot, build: manifest[decision.slot].sha256) }
         let code = call(slot, manifest: manifest, directory: directory, session: session)
         if code == 0 && manifest.goodOnExitZero { session?.markGood(note: "exited with code 0") }
         exit(code)

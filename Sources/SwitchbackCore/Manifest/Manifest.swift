@@ -95,3 +95,14 @@ extension Manifest {
         settings["trial.good_on_exit_zero"] != "false"
     }
 }
+
+extension Manifest {
+    /// A millisecond setting, or `fallback`.
+    func milliseconds(_ key: String, default fallback: Int) -> Int {
+        settings[key].flatMap { Int($0) }.map { max(0, $0) } ?? fallback
+    }
+
+    /// Whether the launcher supervises the app in a child process (`supervise`, default
+    /// false; `SWITCHBACK_SUPERVISE=1` or `0` overrides it for one run).
+    public var supervise: Bool { settings["supervise"] == "true" }
+}

@@ -1,0 +1,1 @@
+#include "switchback_system.h"
