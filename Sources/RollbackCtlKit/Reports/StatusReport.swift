@@ -12,6 +12,7 @@ struct StatusReport {
     var slots: [BuildSlot: (record: Manifest.SlotRecord, problem: String?)]
     var health: [BuildSlot: SlotHealth]
     var stateDirectory: String
+    var supervisor: SupervisorRecord?
     var bundleRoot: String
     var appID: String
 
@@ -52,6 +53,7 @@ struct StatusReport {
         stateProblem = loaded.problemSentence
         self.slots = slots
         stateDirectory = workspace.directory.path
+        supervisor = SupervisorRecord.live(in: workspace.directory)
         bundleRoot = workspace.bundleRoot
         appID = workspace.manifest.appID
     }
@@ -64,6 +66,14 @@ struct StatusReport {
             let build = record.build.isEmpty ? "" : " build \(record.build)"
             let verdict = health[slot].map { ", \($0.summary)" } ?? ""
             lines.append("\(slot.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.version)\(build): \(problem ?? "ok")\(verdict)")
+        }
+        if let supervisor {
+            let child = supervisor.childPID.map { pid in
+                let slot = supervisor.childSlot.map { " running the \($0.rawValue) slot" } ?? " starting"
+                let uptime = supervisor.childStartedAt.map { " for \(currentUnixTime() - $0) s" } ?? ""
+                return "child pid \(pid)\(slot)\(uptime)"
+            } ?? "no child running (restarting)"
+            lines.append("Supervisor: pid \(supervisor.pid), \(child), \(supervisor.restarts) restarts")
         }
         lines.append("State directory: \(stateDirectory)")
         return lines.joined(separator: "\n")
@@ -104,6 +114,16 @@ struct StatusReport {
             "state_problem": stateProblem ?? NSNull(),
             "slots": slotObjects,
             "state_directory": stateDirectory,
+            "supervisor": supervisor.map { record -> [String: Any] in
+                [
+                    "pid": record.pid,
+                    "started_at": formatRFC3339(record.startedAt),
+                    "child_pid": record.childPID.map { $0 as Any } ?? NSNull(),
+                    "child_slot": record.childSlot?.rawValue ?? NSNull(),
+                    "child_uptime_s": record.childStartedAt.map { currentUnixTime() - $0 } ?? NSNull(),
+                    "restarts": record.restarts,
+                ]
+            } ?? NSNull(),
             "bundle": bundleRoot,
         ]
     }

@@ -90,7 +90,7 @@ public final class Supervisor {
         sigemptyset(&set)
         for signal in Self.forwarded + [SIGCHLD] { sigaddset(&set, signal) }
         sigprocmask(SIG_BLOCK, &set, nil)
-        signalFD = signalfd(-1, &set, Int32(SFD_CLOEXEC))
+        signalFD = signalfd(-1, &set, Int32(SFD_CLOEXEC | SFD_NONBLOCK))
         if signalFD < 0 { Launcher.fail("supervisor: signalfd failed: \(errorString(errno)).") }
         watched = fingerprints()
         spawn()
