@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "AppCore", type: .dynamic, targets: ["AppCore"]),
         .executable(name: "launcher", targets: ["launcher"]),
         .executable(name: "rollbackctl", targets: ["rollbackctl"]),
+        .executable(name: "rollbackctl-remote", targets: ["rollbackctl-remote"]),
         .executable(name: "appcore-direct", targets: ["appcore-direct"]),
     ],
     targets: [
@@ -41,6 +42,9 @@ let package = Package(
         .systemLibrary(name: "CSwitchbackCrypto", path: "Sources/CSwitchbackCrypto"),
         .target(name: "SwitchbackCrypto", dependencies: ["CSwitchbackCrypto"]),
         .target(name: "SwitchbackRemote", dependencies: ["SwitchbackCrypto"]),
+        // `rollbackctl sync|keygen|sign`: rollbackctl executes this program for them.
+        .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote"]),
+        .executableTarget(name: "rollbackctl-remote", dependencies: ["RemoteCtlKit"]),
         // The sample app. Replace it with your own code; keep the two exported symbols.
         .target(name: "AppCore", dependencies: ["SwitchbackContract", "AppCoreStamp"]),
         // The same app linked directly into an executable: the benchmark's baseline.

@@ -26,7 +26,11 @@ public struct RemoteCheckTrigger: Sendable {
     }
 
     /// The marker whose mtime is the last attempt's time: rate limit at one `stat`.
-    public var markerPath: String { directory.path + "/remote.attempt" }
+    public var markerPath: String { Self.markerPath(in: directory) }
+    /// The same, for any state directory.
+    public static func markerPath(in directory: StateDirectory) -> String { directory.path + "/remote.attempt" }
+    /// Held by the one sync that may run at a time (`flock`, non-blocking for background syncs).
+    public static func syncLockPath(in directory: StateDirectory) -> String { directory.path + "/sync.lock" }
     /// The program that fetches: beside the launcher in `bin/`.
     public var programPath: String { bundleRoot + "/bin/rollbackctl-remote" }
 
@@ -42,9 +46,14 @@ public struct RemoteCheckTrigger: Sendable {
     /// Sets the marker's mtime to now (creating it), so no other start triggers a sync
     /// within the interval. Returns false when the state directory cannot be written.
     @discardableResult
-    public func touchMarker() -> Bool {
+    public func touchMarker() -> Bool { Self.touchMarker(in: directory) }
+
+    /// The same, for any state directory (`rollbackctl sync` touches it too: a manual check
+    /// counts as an attempt).
+    @discardableResult
+    public static func touchMarker(in directory: StateDirectory) -> Bool {
         _ = try? FileSystem.createDirectory(directory.path)
-        let fd = open(markerPath, O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        let fd = open(markerPath(in: directory), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
         if fd < 0 { return false }
         defer { close(fd) }
         return futimens(fd, nil) == 0
