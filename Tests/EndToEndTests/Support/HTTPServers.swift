@@ -10,10 +10,12 @@ import Glibc
 final class LocalHTTPServer {
     let port: Int
     private let process: Process
+    private let exited: DispatchSemaphore
 
-    private init(process: Process, port: Int) {
+    private init(process: Process, port: Int, exited: DispatchSemaphore) {
         self.process = process
         self.port = port
+        self.exited = exited
     }
 
     deinit { stop() }
@@ -23,7 +25,7 @@ final class LocalHTTPServer {
     func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        exited.wait()  // not waitUntilExit(), which spins
     }
 
     /// `python3 -m http.server` serving `root` (Last-Modified and If-Modified-Since → 304).
@@ -50,6 +52,8 @@ final class LocalHTTPServer {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         process.standardInput = FileHandle.nullDevice
+        let exited = DispatchSemaphore(value: 0)
+        process.terminationHandler = { _ in exited.signal() }
         try process.run()
         let watchdog = DispatchSource.makeTimerSource()
         watchdog.schedule(deadline: .now() + 15)
@@ -67,7 +71,7 @@ final class LocalHTTPServer {
             kill(process.processIdentifier, SIGKILL)
             throw TestFailure("python3 \(arguments.joined(separator: " ")) did not report a port: \(line)")
         }
-        return LocalHTTPServer(process: process, port: port)
+        return LocalHTTPServer(process: process, port: port, exited: exited)
     }
 }
 
