@@ -18,9 +18,8 @@ public struct RemoteCheckTrigger: Sendable {
 
     /// Nil when the manifest names no directive URL.
     public init?(manifest: Manifest, directory: StateDirectory, bundleRoot: String) {
-        let settings = manifest.remote
-        guard settings.url != nil else { return nil }
-        self.settings = settings
+        guard let url = manifest.settings["remote.url"], !url.isEmpty else { return nil }  // the common case: one lookup
+        self.settings = manifest.remote
         self.directory = directory
         self.bundleRoot = bundleRoot
     }

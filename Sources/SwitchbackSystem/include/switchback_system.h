@@ -21,7 +21,7 @@ static inline int switchback_signaled(int status) { return WIFSIGNALED(status); 
 static inline int switchback_term_signal(int status) { return WTERMSIG(status); }
 
 /// Starts `path` fully detached, without waiting for it: fork, `setsid(2)`, fork again, stdio
-/// to /dev/null, an empty signal mask, `execve(2)`; the middle process exits at once and is
+/// to /dev/null, nice 10, an empty signal mask, `execve(2)`; the middle process exits at once and is
 /// reaped here, so the program is adopted by init (or the nearest subreaper) and never
 /// becomes a zombie of the caller, which may go on to run an app for hours. Only
 /// async-signal-safe calls run between fork and exec. Returns 0, or the errno of the first fork.
@@ -37,6 +37,8 @@ static inline int switchback_spawn_detached(const char *path, char *const argv[]
             dup2(null, 0); dup2(null, 1); dup2(null, 2);
             if (null > 2) close(null);
         }
+        // A background job: let the app starting beside it have the CPU first.
+        (void)nice(10);
         sigset_t empty;
         sigemptyset(&empty);
         sigprocmask(SIG_SETMASK, &empty, NULL);
