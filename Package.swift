@@ -14,6 +14,7 @@ let package = Package(
         .library(name: "AppCore", type: .dynamic, targets: ["AppCore"]),
         .executable(name: "launcher", targets: ["launcher"]),
         .executable(name: "rollbackctl", targets: ["rollbackctl"]),
+        .executable(name: "rollbackctl-remote", targets: ["rollbackctl-remote"]),
         .executable(name: "appcore-direct", targets: ["appcore-direct"]),
     ],
     targets: [
@@ -34,12 +35,25 @@ let package = Package(
         .executableTarget(name: "launcher", dependencies: ["SwitchbackCore", "SwitchbackContract"]),
         .target(name: "RollbackCtlKit", dependencies: ["SwitchbackCore", "SwitchbackContract"]),
         .executableTarget(name: "rollbackctl", dependencies: ["RollbackCtlKit"]),
+        // Remote directives (docs/remote.md): the system's libcrypto through a module map,
+        // Ed25519 and SHA-256 over it, and the signed directive's format, fetch and checks.
+        // Only rollbackctl-remote links these: FoundationNetworking costs ~9 ms and libcrypto
+        // ~2 ms at every start, which neither the launcher nor `rollbackctl status` may pay.
+        .systemLibrary(name: "CSwitchbackCrypto", path: "Sources/CSwitchbackCrypto"),
+        .target(name: "SwitchbackCrypto", dependencies: ["CSwitchbackCrypto"]),
+        .target(name: "SwitchbackRemote", dependencies: ["SwitchbackCrypto"]),
+        // `rollbackctl sync|keygen|sign`: rollbackctl executes this program for them.
+        .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote"]),
+        .executableTarget(name: "rollbackctl-remote", dependencies: ["RemoteCtlKit"]),
         // The sample app. Replace it with your own code; keep the two exported symbols.
         .target(name: "AppCore", dependencies: ["SwitchbackContract", "AppCoreStamp"]),
         // The same app linked directly into an executable: the benchmark's baseline.
         .executableTarget(name: "appcore-direct", dependencies: ["AppCore"]),
         .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore"]),
+        .testTarget(name: "SwitchbackCryptoTests", dependencies: ["SwitchbackCrypto"]),
+        .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto"],
+                    exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

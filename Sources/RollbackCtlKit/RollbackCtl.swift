@@ -1,10 +1,25 @@
+import SwitchbackCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// rollbackctl's command line: global options, then one subcommand.
 public enum RollbackCtl {
+    /// Runs a remote subcommand (`sync`, `keygen`, `sign`) after the shared parsing:
+    /// the subcommand, its arguments, `--bundle` and `--state-dir`.
+    package typealias RemoteRunner = (String, ParsedArguments, _ bundle: String?, _ stateDirectory: String?, Console) throws(CommandError) -> Void
+
     /// Runs the command line (without argv[0]) and returns the exit code: 0, 64 for bad
     /// usage, 1 for other failures. Errors go to stderr as "Error: ...".
     public static func main(_ arguments: [String], console: Console = .standard) -> Int32 {
+        main(arguments, console: console, remote: nil)
+    }
+
+    /// The same, with the runner of the remote subcommands: rollbackctl passes none and
+    /// executes `rollbackctl-remote` for them; rollbackctl-remote passes its own.
+    package static func main(_ arguments: [String], console: Console, remote: RemoteRunner?) -> Int32 {
         do {
-            try dispatch(arguments, console: console)
+            try dispatch(arguments, console: console, remote: remote)
             return 0
         } catch {
             switch error {
@@ -19,7 +34,7 @@ public enum RollbackCtl {
         }
     }
 
-    static func dispatch(_ arguments: [String], console: Console) throws(CommandError) {
+    static func dispatch(_ arguments: [String], console: Console, remote: RemoteRunner?) throws(CommandError) {
         var stateDirectory: String?
         var bundle: String?
         var rest = arguments[...]
@@ -48,19 +63,32 @@ public enum RollbackCtl {
 
         // --state-dir is also accepted after the subcommand.
         var valued: Set<String> = ["--state-dir", "--bundle"]
+        var repeated: Set<String> = []
         var flags: Set<String> = []
         var positionals = 0
         switch name {
         case "status", "history": flags = ["--json"]
+        case "sync": valued.formUnion(["--url", "--deadline-ms"]); flags = ["--background"]
+        case "keygen": valued.insert("--out")
+        case "sign":
+            valued.formUnion(["--decision", "--reason", "--serial", "--expires-in", "--expires-at", "--issued-at",
+                              "--rollout-percent", "--app-id", "--out"])
+            repeated = ["--key", "--applies-to"]
         case "rollback", "rollforward": valued.insert("--reason")
         case "inspect": flags = ["--json"]; positionals = 1
         case "mark-good", "mark-bad": positionals = 1
         default: break
         }
-        let parsed = try ParsedArguments(tail, subcommand: name, valued: valued, flags: flags, maxPositionals: positionals)
+        let parsed = try ParsedArguments(tail, subcommand: name, valued: valued, repeated: repeated, flags: flags,
+                                         maxPositionals: positionals)
         if parsed.wantsHelp { console.out(help); return }
         stateDirectory = parsed.options["--state-dir"] ?? stateDirectory
         bundle = parsed.options["--bundle"] ?? bundle
+
+        if Help.remoteSubcommands.contains(name) {
+            guard let remote else { try executeRemote(arguments) }
+            return try remote(name, parsed, bundle, stateDirectory, console)
+        }
 
         if name == "inspect" {
             guard let path = parsed.positionals.first else { throw .usage("Missing the library's path.", subcommand: name) }
@@ -77,5 +105,18 @@ public enum RollbackCtl {
             try VerdictCommand(workspace: workspace, good: name == "mark-good", slotName: parsed.positionals.first).run(console)
         default: throw .usage("Unknown subcommand '\(name)'.", subcommand: nil)
         }
+    }
+
+    /// Replaces this process with `rollbackctl-remote` from the same directory, with the same
+    /// arguments (global options included). Wraps `execv(3)`.
+    static func executeRemote(_ arguments: [String]) throws(CommandError) -> Never {
+        guard let executable = FileSystem.resolved("/proc/self/exe") else {
+            throw .failure("Cannot find this executable through /proc/self/exe, so not rollbackctl-remote beside it either.")
+        }
+        let path = FileSystem.parentDirectory(of: executable) + "/rollbackctl-remote"
+        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
+        execv(path, argv)
+        let error = errno
+        throw .failure("Cannot run \(path): \(String(cString: strerror(error))); it does the network and signing work of 'rollbackctl sync', 'keygen' and 'sign'; rebuild the bundle with scripts/bundle.")
     }
 }

@@ -23,7 +23,7 @@ import Glibc
                 process.executableURL = URL(fileURLWithPath: t.bundle + "/bin/launcher")
                 process.arguments = ["hang"]
                 process.environment = ["SWITCHBACK_STATE_DIR": t.state]
-                try process.run()
+                let waitForExit = try process.start()
                 // Wait until the start has used its try, then kill it from outside.
                 let deadline = Date().addingTimeInterval(30)
                 while Date() < deadline, !((try? String(contentsOfFile: t.state + "/health", encoding: .utf8))?.contains("changed_at") ?? false) {
@@ -31,7 +31,7 @@ import Glibc
                 }
                 usleep(50_000)
                 kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
+                waitForExit()
                 #expect(process.terminationReason == .uncaughtSignal)
             }
         }
@@ -124,8 +124,8 @@ import Glibc
                 process.environment = ["SWITCHBACK_STATE_DIR": t.state]
                 processes.append(process)
             }
-            for process in processes { try process.run() }
-            for process in processes { process.waitUntilExit() }
+            let waits = try processes.map { try $0.start() }
+            for wait in waits { wait() }
         }
         let health = try t.health("current")
         #expect(health["tries_left"] as? Int == 10)

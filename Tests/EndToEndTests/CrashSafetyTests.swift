@@ -38,10 +38,10 @@ import Glibc
             process.executableURL = URL(fileURLWithPath: "/bin/sh")
             process.arguments = ["-c", script]
             process.environment = ["SWITCHBACK_STATE_DIR": t.state, "PATH": "/usr/bin:/bin"]
-            try process.run()
+            let waitForExit = try process.start()
             usleep(UInt32.random(in: 2_000...40_000, using: &generator))
             kill(-process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
+            waitForExit()
             try expectValidState(t, "kill \(round)")
         }
         // The next writer completes the history if a kill fell between state and history.
@@ -68,9 +68,9 @@ import Glibc
             starter.environment = ["SWITCHBACK_STATE_DIR": t.state]
             processes += [writer, starter]
         }
-        for process in processes { try process.run() }
-        for process in processes {
-            process.waitUntilExit()
+        let waits = try processes.map { try $0.start() }
+        for (process, wait) in zip(processes, waits) {
+            wait()
             #expect(process.terminationStatus == 0)
         }
         try expectValidState(t, "concurrent writers")

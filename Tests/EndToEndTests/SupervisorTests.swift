@@ -10,6 +10,8 @@ final class SupervisedLauncher {
     let t: TestBundle
     let process = Process()
     let stderrPath: String
+    private let exited = DispatchSemaphore(value: 0)
+    private var hasExited = false
 
     init(_ t: TestBundle, _ arguments: [String]) throws {
         self.t = t
@@ -20,6 +22,8 @@ final class SupervisedLauncher {
         process.environment = ["SWITCHBACK_STATE_DIR": t.state, "SWITCHBACK_SUPERVISE": "1", "PATH": "/usr/bin:/bin"]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
+        let exited = self.exited
+        process.terminationHandler = { _ in exited.signal() }
         try process.run()
     }
 
@@ -51,9 +55,16 @@ final class SupervisedLauncher {
         return condition()
     }
 
+    /// Waits for the supervisor to exit (without spinning a run loop).
+    func waitForExit() {
+        guard !hasExited else { return }
+        exited.wait()
+        hasExited = true
+    }
+
     func stop() {
-        if process.isRunning { kill(pid, SIGKILL) }
-        process.waitUntilExit()
+        if !hasExited { kill(pid, SIGKILL) }
+        waitForExit()
     }
 
     deinit { stop() }
@@ -90,7 +101,7 @@ func isAlive(_ pid: Int32) -> Bool {
         #expect(app.stderr.contains("launcher: supervisor: the persisted choice now selects the previous slot; replacing the current slot (pid \(firstChild))."))
 
         kill(app.pid, SIGTERM)
-        app.process.waitUntilExit()
+        app.waitForExit()
         #expect(app.process.terminationStatus == 0)
     }
 
@@ -100,7 +111,7 @@ func isAlive(_ pid: Int32) -> Bool {
         #expect(app.wait(upTo: 30) { app.record?.childSlot != nil && app.heartbeat["state"] == "running" })
         let child = try #require(app.record?.childPID)
         kill(app.pid, SIGTERM)
-        app.process.waitUntilExit()
+        app.waitForExit()
         #expect(app.process.terminationReason == .exit)
         #expect(app.process.terminationStatus == 0, "serve exits 0 on SIGTERM, and so does the supervisor")
         #expect(app.heartbeat["state"] == "stopped")
@@ -119,7 +130,7 @@ func isAlive(_ pid: Int32) -> Bool {
         #expect(app.wait(upTo: 10) { !isAlive(child) })
         #expect(app.wait(upTo: 10) { (app.record?.restarts ?? 0) >= 1 }, "a child killed by a forwarded signal is restarted")
         kill(app.pid, SIGTERM)
-        app.process.waitUntilExit()
+        app.waitForExit()
         #expect(app.process.terminationStatus == 128 + SIGTERM)
     }
 
@@ -129,7 +140,7 @@ func isAlive(_ pid: Int32) -> Bool {
         #expect(app.wait(upTo: 30) { app.record?.childSlot != nil && app.heartbeat["state"] == "running" })
         let child = try #require(app.record?.childPID)
         kill(app.pid, SIGKILL)
-        app.process.waitUntilExit()
+        app.waitForExit()
         #expect(app.wait(upTo: 5) { !isAlive(child) }, "PR_SET_PDEATHSIG ends the orphan")
     }
 

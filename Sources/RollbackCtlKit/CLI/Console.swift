@@ -10,6 +10,6 @@ public struct Console: Sendable {
         writeOut: { line in print(line) },
         writeError: { line in FileHandle.standardError.write(Data((line + "\n").utf8)) })
 
-    func out(_ line: String) { writeOut(line) }
-    func error(_ line: String) { writeError(line) }
+    package func out(_ line: String) { writeOut(line) }
+    package func error(_ line: String) { writeError(line) }
 }

@@ -23,6 +23,9 @@ enum Help {
       mark-bad            Mark a slot's build bad: the other slot runs.
       verify              Check both slots against the manifest.
       inspect             Show the version, build and ABI stamp of an AppCore library.
+      sync                Fetch the signed remote directive now, verify it and apply it.
+      keygen              Make an Ed25519 key pair for signing remote directives.
+      sign                Write a signed remote directive (roll back or roll forward).
 
       See 'rollbackctl <subcommand> --help' for detailed help.
     """
@@ -106,7 +109,62 @@ enum Help {
           --json              Print JSON.
           -h, --help          Show help information.
         """,
+        "sync": """
+        OVERVIEW: Fetch the signed remote directive, verify it (signature by a trusted key, app
+        id, serial above the last accepted one, expiry, current version, rollout) and apply
+        it. The outcome is kept in the state directory and shown by 'rollbackctl status'.
+        Anything but an applied directive leaves the decision as it is.
+
+        USAGE: rollbackctl sync [--url URL] [--deadline-ms N]
+
+        OPTIONS:
+          --url URL           Fetch this URL instead of the manifest's remote.url.
+          --deadline-ms N     One deadline for the whole fetch (default: the manifest's
+                              remote.deadline_ms, else 5000).
+          --background        Print nothing, and exit at once if another sync is running
+                              (how the launcher starts it).
+          -h, --help          Show help information.
+
+        EXIT STATUS:
+          0 applied, unchanged or not applicable; 1 refused, unreachable or not configured.
+        """,
+        "keygen": """
+        OVERVIEW: Make an Ed25519 key pair: DIR/directive.key (private, mode 0600; keep it off
+        the servers) and DIR/directive.pub (give it to scripts/bundle --trust-key). Never
+        overwrites existing keys.
+
+        USAGE: rollbackctl keygen --out DIR
+
+        OPTIONS:
+          --out DIR           The directory to write (created with mode 0700 if missing).
+          -h, --help          Show help information.
+        """,
+        "sign": """
+        OVERVIEW: Write a signed directive for installs to fetch: run the previous slot (roll
+        back) or the current one (roll forward) on installs whose current slot runs one of
+        the given versions.
+
+        USAGE: rollbackctl sign --key FILE --decision previous|current --applies-to VERSION --reason TEXT [options]
+
+        OPTIONS:
+          --key FILE          A private key from keygen; repeat to sign with several keys.
+          --decision WHICH    previous (roll back) or current (roll forward).
+          --applies-to VER    A current-slot version the directive is for; repeatable.
+          --reason TEXT       Shown by 'rollbackctl status' on every install and recorded.
+          --serial N          Must go up with every directive (default: the time in seconds).
+          --expires-in TIME   How long installs may act on it: 90s, 30m, 12h, 7d (default 7d).
+          --expires-at TIME   Or an RFC 3339 time (2026-05-08T12:00:00Z).
+          --issued-at TIME    RFC 3339 (default: now).
+          --rollout-percent N Only installs whose bucket is below N (0-100) apply it.
+          --app-id ID         The app (default: the bundle's app id).
+          --out FILE          Where to write it (default: stdout).
+          -h, --help          Show help information.
+        """,
     ]
+
+    /// The subcommands rollbackctl hands to rollbackctl-remote, which links networking and
+    /// libcrypto so that rollbackctl itself (and `status`) pays for neither at start.
+    static let remoteSubcommands: Set<String> = ["sync", "keygen", "sign"]
 
     static func usageLine(_ subcommand: String?) -> String {
         guard let subcommand, let text = subcommands[subcommand],

@@ -1,13 +1,17 @@
 /// A subcommand's arguments, split into options with values, flags and positionals. Knows
 /// only what the subcommand declares, so a typo is a usage error, not a silent no-op.
-struct ParsedArguments {
-    var options: [String: String] = [:]
-    var flags: Set<String> = []
-    var positionals: [String] = []
+package struct ParsedArguments {
+    package var options: [String: String] = [:]
+    /// Every value of each `repeated` option, in order.
+    package var lists: [String: [String]] = [:]
+    package var flags: Set<String> = []
+    package var positionals: [String] = []
 
     /// Parses `arguments` for `subcommand`, accepting `--name value` and `--name=value` for
-    /// `valued` options and bare `flags`. `-h`/`--help` is always a flag.
-    init(_ arguments: [String], subcommand: String, valued: Set<String> = [], flags allowed: Set<String> = [], maxPositionals: Int = 0) throws(CommandError) {
+    /// `valued` options and bare `flags`; a `repeated` option may be given several times.
+    /// `-h`/`--help` is always a flag.
+    init(_ arguments: [String], subcommand: String, valued: Set<String> = [], repeated: Set<String> = [],
+         flags allowed: Set<String> = [], maxPositionals: Int = 0) throws(CommandError) {
         var index = 0
         while index < arguments.count {
             let argument = arguments[index]
@@ -24,13 +28,18 @@ struct ParsedArguments {
                     name = String(argument[..<equals])
                     inlineValue = String(argument[argument.index(after: equals)...])
                 }
-                if valued.contains(name) {
-                    if let inlineValue { options[name] = inlineValue; continue }
-                    guard index < arguments.count else {
-                        throw .usage("Missing value for '\(name)'.", subcommand: subcommand)
+                if valued.contains(name) || repeated.contains(name) {
+                    let value: String
+                    if let inlineValue {
+                        value = inlineValue
+                    } else {
+                        guard index < arguments.count else {
+                            throw .usage("Missing value for '\(name)'.", subcommand: subcommand)
+                        }
+                        value = arguments[index]
+                        index += 1
                     }
-                    options[name] = arguments[index]
-                    index += 1
+                    if repeated.contains(name) { lists[name, default: []].append(value) } else { options[name] = value }
                 } else if allowed.contains(name), inlineValue == nil {
                     flags.insert(name)
                 } else {
@@ -45,6 +54,6 @@ struct ParsedArguments {
         }
     }
 
-    var wantsHelp: Bool { flags.contains("--help") }
-    var wantsJSON: Bool { flags.contains("--json") }
+    package var wantsHelp: Bool { flags.contains("--help") }
+    package var wantsJSON: Bool { flags.contains("--json") }
 }

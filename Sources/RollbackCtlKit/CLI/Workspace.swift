@@ -2,14 +2,14 @@ import Foundation
 import SwitchbackCore
 
 /// The bundle and state directory a command works on.
-struct Workspace {
-    let bundleRoot: String
-    let manifest: Manifest
-    let directory: StateDirectory
+package struct Workspace {
+    package let bundleRoot: String
+    package let manifest: Manifest
+    package let directory: StateDirectory
 
     /// Finds the bundle (`--bundle`, else the directory above this executable's bin/),
     /// reads its manifest and resolves the state directory.
-    static func open(bundle: String?, stateDirectory: String?) throws(CommandError) -> Workspace {
+    package static func open(bundle: String?, stateDirectory: String?) throws(CommandError) -> Workspace {
         let root: String
         if let bundle {
             guard let resolved = FileSystem.resolved(bundle) else { throw .failure("The bundle directory \(bundle) does not exist.") }
@@ -29,7 +29,7 @@ struct Workspace {
         }
     }
 
-    var store: StateStore { StateStore(directory: directory) }
+    package var store: StateStore { StateStore(directory: directory) }
     var history: HistoryLog { HistoryLog(path: directory.historyPath) }
     var health: HealthStore { HealthStore(directory: directory) }
 
@@ -39,7 +39,7 @@ struct Workspace {
     }
 
     /// Refuses a state directory another user can write.
-    func checkTrusted() throws(CommandError) {
+    package func checkTrusted() throws(CommandError) {
         do { try directory.checkPermissions() } catch { throw .failure(error.message) }
     }
 

@@ -15,6 +15,10 @@ struct StatusReport {
     var supervisor: SupervisorRecord?
     var bundleRoot: String
     var appID: String
+    /// The remote directive: the manifest's settings and the last checks' record.
+    var remoteSettings: RemoteSettings
+    var remote: RemoteRecord?
+    var remoteProblem: String?
 
     /// Makes the report the way the launcher decides: the persisted choice (or
     /// SWITCHBACK_SLOT), then the file checks that would make it fall back.
@@ -56,6 +60,44 @@ struct StatusReport {
         supervisor = SupervisorRecord.live(in: workspace.directory)
         bundleRoot = workspace.bundleRoot
         appID = workspace.manifest.appID
+        remoteSettings = workspace.manifest.remote
+        let (record, problem) = RemoteStore(directory: workspace.directory).load()
+        remote = record == RemoteRecord() && problem == nil ? nil : record
+        remoteProblem = problem?.message
+    }
+
+    /// The remote lines: the last check's outcome, then freshness and the accepted serial.
+    var remoteLines: [String] {
+        guard remoteSettings.url != nil || remote != nil || remoteProblem != nil else { return [] }
+        var lines: [String] = []
+        if let problem = remoteProblem { lines.append("Remote: \(problem) The next sync rewrites it.") }
+        guard let remote, let attempt = remote.lastAttemptAt else {
+            if remoteProblem == nil {
+                lines.append("Remote: \(remoteSettings.url ?? "no URL") not checked yet (a start checks when the last check is older than \(remoteSettings.intervalSeconds) s).")
+            }
+            return lines
+        }
+        lines.append("Remote: checked \(formatUTC(attempt)): \(remote.reason ?? remote.outcome ?? "no outcome recorded")")
+        let success = remote.lastSuccessAt.map(formatUTC) ?? "never"
+        let serial = remote.acceptedSerial.map { String($0) } ?? "none"
+        lines.append("Remote: last successful check \(success); accepted serial \(serial); \(remote.url ?? remoteSettings.url ?? "")")
+        return lines
+    }
+
+    var remoteJSON: Any {
+        guard remoteSettings.url != nil || remote != nil || remoteProblem != nil else { return NSNull() }
+        let record = remote ?? RemoteRecord()
+        var object: [String: Any] = ["interval_s": Int(remoteSettings.intervalSeconds)]
+        object["url"] = record.url ?? remoteSettings.url ?? NSNull()
+        object["last_attempt_at"] = record.lastAttemptAt.map(formatRFC3339) ?? NSNull()
+        object["last_success_at"] = record.lastSuccessAt.map(formatRFC3339) ?? NSNull()
+        object["outcome"] = record.outcome ?? NSNull()
+        object["code"] = record.code ?? NSNull()
+        object["reason"] = record.reason ?? NSNull()
+        let serial: Any = record.acceptedSerial.map { NSNumber(value: $0) } ?? NSNull()
+        object["accepted_serial"] = serial
+        object["record_problem"] = remoteProblem ?? NSNull()
+        return object
     }
 
     var text: String {
@@ -67,6 +109,7 @@ struct StatusReport {
             let verdict = health[slot].map { ", \($0.summary)" } ?? ""
             lines.append("\(slot.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.version)\(build): \(problem ?? "ok")\(verdict)")
         }
+        lines.append(contentsOf: remoteLines)
         if let supervisor {
             let child = supervisor.childPID.map { pid in
                 let slot = supervisor.childSlot.map { " running the \($0.rawValue) slot" } ?? " starting"
@@ -125,6 +168,7 @@ struct StatusReport {
                 ]
             } ?? NSNull(),
             "bundle": bundleRoot,
+            "remote": remoteJSON,
         ]
     }
 }

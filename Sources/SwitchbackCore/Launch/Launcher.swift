@@ -22,7 +22,11 @@ public enum Launcher {
         do { manifest = try Manifest.load(bundleRoot: bundleRoot) } catch { fail(error.message) }
 
         let earlierFailure = takeEarlierFailure()
-        let (directory, loaded) = loadState(appID: manifest.appID)
+        let (directory, permissionProblem) = stateDirectory(appID: manifest.appID)
+        if !Supervisor.isChild, permissionProblem == nil {
+            checkRemoteDirective(manifest: manifest, directory: directory, bundleRoot: bundleRoot)
+        }
+        let loaded = permissionProblem.map { LoadedState(state: .initial, problem: $0) } ?? StateStore(directory: directory).load()
         if Supervisor.isChild {
             Supervisor.adoptParent()
         } else if Supervisor.isEnabled(manifest: manifest) {
@@ -92,13 +96,24 @@ public enum Launcher {
         return FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: executable))
     }
 
-    static func loadState(appID: String) -> (StateDirectory, LoadedState) {
+    /// The state directory, and why it is not trusted (another user could write it), if so.
+    static func stateDirectory(appID: String) -> (StateDirectory, SwitchbackError?) {
         let directory: StateDirectory
         do { directory = try StateDirectory.resolve(appID: appID) } catch { fail(error.message, code: 64) }
-        do { try directory.checkPermissions() } catch {
-            return (directory, LoadedState(state: .initial, problem: error))
+        do { try directory.checkPermissions() } catch { return (directory, error) }
+        return (directory, nil)
+    }
+
+    /// The remote directive (docs/remote.md): by default, when the last check is older than
+    /// the interval, start a detached background sync and go on at once (its result counts
+    /// from the next start); with `remote.check_before_start`, run it and wait, bounded.
+    static func checkRemoteDirective(manifest: Manifest, directory: StateDirectory, bundleRoot: String) {
+        guard let trigger = RemoteCheckTrigger(manifest: manifest, directory: directory, bundleRoot: bundleRoot) else { return }
+        if trigger.settings.checksBeforeStart {
+            trigger.runBeforeStart()
+        } else if let problem = trigger.startInBackgroundIfDue() {
+            printError("launcher: \(problem)")
         }
-        return (directory, StateStore(directory: directory).load())
     }
 
     /// Automatic rollback: a build out of tries is marked bad, a bad build gives way to the

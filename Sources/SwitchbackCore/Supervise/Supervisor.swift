@@ -69,6 +69,7 @@ public final class Supervisor {
     private var watched: [FileFingerprint?] = []
     private var crashes: CrashWindow
     private let startedAt = currentUnixTime()
+    private let remoteCheck: RemoteCheckTrigger?
 
     init(manifest: Manifest, directory: StateDirectory, trusted: Bool) {
         self.manifest = manifest
@@ -77,6 +78,9 @@ public final class Supervisor {
         settings = SupervisorSettings(manifest: manifest)
         backoff = settings.backoffInitialMilliseconds
         crashes = CrashWindow(limit: settings.crashLimit, windowMilliseconds: settings.crashWindowMilliseconds)
+        remoteCheck = trusted ? Launcher.bundleRoot().flatMap {
+            RemoteCheckTrigger(manifest: manifest, directory: directory, bundleRoot: $0)
+        } : nil
     }
 
     /// Supervises until the app exits 0 or the supervisor is told to stop; exits with the
@@ -255,6 +259,9 @@ public final class Supervisor {
         if let deadline = stopDeadline, now >= deadline, let child { kill(child, SIGKILL) }
         if let deadline = replaceDeadline, now >= deadline, let child { kill(child, SIGKILL) }
         if let at = restartAt, now >= at, child == nil, stopDeadline == nil { spawn() }
+        // A long-running app keeps its directive fresh: one stat per tick, a detached sync
+        // per interval; an applied directive changes the state file, which the next lines see.
+        if let problem = remoteCheck?.startInBackgroundIfDue() { Launcher.printError("launcher: supervisor: \(problem)") }
         watchPersistedChoice()
     }
 

@@ -31,6 +31,10 @@ func runProcess(_ executable: String, _ arguments: [String], environment: [Strin
     process.standardOutput = out
     process.standardError = err
     process.standardInput = FileHandle.nullDevice
+    // Wait on a semaphore, not waitUntilExit(): that spins a run loop at 100% CPU, and on a
+    // 2-core machine two such waits starve the processes under test and every other test.
+    let exited = DispatchSemaphore(value: 0)
+    process.terminationHandler = { _ in exited.signal() }
     try process.run()
     // Read both pipes concurrently so a chatty process never blocks on a full pipe.
     let group = DispatchGroup()
@@ -41,7 +45,7 @@ func runProcess(_ executable: String, _ arguments: [String], environment: [Strin
     timer.schedule(deadline: .now() + deadline)
     timer.setEventHandler { kill(process.processIdentifier, SIGKILL) }
     timer.resume()
-    process.waitUntilExit()
+    exited.wait()
     timer.cancel()
     group.wait()
     return ProcessResult(status: process.terminationStatus,
@@ -71,4 +75,15 @@ func compileSharedLibrary(_ source: String, to path: String) throws {
     let file = path + ".c"
     try source.write(toFile: file, atomically: true, encoding: .utf8)
     try shell("cc", "-shared", "-fPIC", "-o", path, file)
+}
+
+extension Process {
+    /// Starts the process and returns a function that waits for it to exit on a semaphore:
+    /// `waitUntilExit()` spins a run loop at 100% CPU, which starves a 2-core machine.
+    func start() throws -> () -> Void {
+        let exited = DispatchSemaphore(value: 0)
+        terminationHandler = { _ in exited.signal() }
+        try run()
+        return { exited.wait() }
+    }
 }

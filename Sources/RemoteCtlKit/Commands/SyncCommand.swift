@@ -1,0 +1,127 @@
+import Foundation
+import RollbackCtlKit
+import SwitchbackCore
+import SwitchbackRemote
+
+/// `sync [--url URL]`: fetch, verify and apply the remote directive, and keep the outcome in
+/// the state directory for `status`.
+///
+/// Guarantees: one sync at a time per state directory (`sync.lock`; a background sync that
+/// finds it held exits at once); the fetch ends within the deadline; only an applied
+/// directive changes the rollback flag, through `StateStore.setRollback` (source `remote`),
+/// so a refused or unreachable directive never changes the decision; every outcome is
+/// written to `remote` atomically under the state lock.
+struct SyncCommand {
+    let workspace: Workspace
+    let url: String?
+    let deadlineMilliseconds: Int?
+    let background: Bool
+
+    init(_ parsed: ParsedArguments, workspace: Workspace) throws(CommandError) {
+        self.workspace = workspace
+        url = parsed.options["--url"]
+        background = parsed.flags.contains("--background")
+        if let text = parsed.options["--deadline-ms"] {
+            guard let value = Int(text), value > 0 else {
+                throw .usage("'--deadline-ms' must be a positive whole number, not '\(text)'.", subcommand: "sync")
+            }
+            deadlineMilliseconds = value
+        } else {
+            deadlineMilliseconds = nil
+        }
+        if let url, URL(string: url)?.scheme == nil {
+            throw .usage("'\(url)' is not a URL (such as https://example.com/directive.json).", subcommand: "sync")
+        }
+    }
+
+    func run(_ console: Console) throws(CommandError) {
+        let manifest = workspace.manifest
+        let settings = manifest.remote
+        guard let text = url ?? settings.url, let url = URL(string: text) else {
+            throw .failure("No directive URL: pass --url URL, or build the bundle with scripts/bundle --directive-url URL.")
+        }
+        guard !settings.keys.isEmpty else {
+            throw .failure("The manifest trusts no directive key, so no directive can be verified; build the bundle with scripts/bundle --trust-key FILE.")
+        }
+        let trust: TrustConfig
+        do { trust = try TrustConfig(appID: manifest.appID, trustedKeyPEMs: settings.keyPEMs) } catch {
+            throw .failure("The manifest's remote.keys: \(error)")
+        }
+        try workspace.checkTrusted()
+        let directory = workspace.directory
+        let lock: FileLock?
+        do {
+            try directory.prepare()
+            lock = try FileLock.acquire(path: RemoteCheckTrigger.syncLockPath(in: directory), wait: !background)
+        } catch {
+            throw .failure(error.message)
+        }
+        guard let lock else { return }  // another sync is running; this background one is not needed
+        defer { withExtendedLifetime(lock) {} }
+        RemoteCheckTrigger.touchMarker(in: directory)
+
+        let store = RemoteStore(directory: directory)
+        let record = store.load().record
+        let installID: String
+        do { installID = try store.installID() } catch { throw .failure(error.message) }
+        let context = InstallContext(currentVersion: manifest.current.version, installID: installID,
+                                     lastAcceptedSerial: record.acceptedSerial)
+        let conditional = ConditionalHeaders(etag: record.etag, lastModified: record.lastModified,
+                                             url: record.validatorsURL, currentVersion: record.validatorsVersion)
+        let options = FetchOptions(deadline: .milliseconds(deadlineMilliseconds ?? settings.deadlineMilliseconds),
+                                   allowInsecureHTTP: settings.allowsInsecureHTTP)
+        let result = runBlocking {
+            await SwitchbackRemote.sync(url: url, trust: trust, context: context, conditional: conditional, options: options)
+        }
+
+        // Apply first, then record: if this process dies in between, the next sync finds the
+        // same serial still above the accepted one and applies it again, changing nothing.
+        var applied: (directive: Directive, outcome: SwitchOutcome)?
+        var applyFailure: String?
+        if let directive = result.outcome.appliedDirective {
+            do {
+                let outcome = try workspace.store.setRollback(directive.decision == .runPrevious, source: .remote,
+                                                              reason: "\(directive.reason) (directive serial \(directive.serial))")
+                applied = (directive, outcome)
+            } catch {
+                applyFailure = "Directive serial \(directive.serial) is authentic but could not be applied: \(error.message)"
+            }
+        }
+        do {
+            try store.update { (record: inout RemoteRecord) throws(SwitchbackError) in
+                let now = Int64(result.checkedAt.timeIntervalSince1970)
+                record.url = result.url
+                record.lastAttemptAt = now
+                if let applyFailure {
+                    record.outcome = "not_applied"
+                    record.code = "state_not_writable"
+                    record.reason = applyFailure
+                    return
+                }
+                if result.isSuccessfulCheck { record.lastSuccessAt = now }
+                record.outcome = result.outcome.kind
+                record.code = result.outcome.code
+                record.reason = result.description
+                if let applied { record.acceptedSerial = applied.directive.serial }
+                record.etag = result.conditional.etag
+                record.lastModified = result.conditional.lastModified
+                record.validatorsURL = result.conditional.url
+                record.validatorsVersion = result.conditional.currentVersion
+            }
+        } catch {
+            throw .failure("The check's outcome could not be recorded: \(error.message)")
+        }
+
+        if let applyFailure { throw .failure(applyFailure) }
+        guard result.isSuccessfulCheck else { throw .failure(result.description) }
+        guard !background else { return }
+        console.out(result.description)
+        if let (directive, outcome) = applied {
+            let slot: BuildSlot = directive.decision == .runPrevious ? .previous : .current
+            let version = manifest[slot].version
+            console.out(outcome.changed
+                ? "The next start runs the \(slot.rawValue) slot (\(version))."
+                : "The \(slot.rawValue) slot (\(version)) was already selected; nothing changed.")
+        }
+    }
+}

@@ -1,0 +1,82 @@
+/// What the last remote directive checks found: the `remote` file in the state directory,
+/// in the `key=value` format of `KeyValueText` (so `rollbackctl status` reads it without
+/// networking). Written only by `rollbackctl sync`, atomically, under the state lock.
+///
+///     format=1
+///     url=https://updates.example.com/notes/directive.json
+///     last_attempt_at=1795317164
+///     last_success_at=1795317164
+///     outcome=refused
+///     code=bad_signature
+///     reason=The directive's signature by key 3037aac17ad3ae4a does not verify; ...
+///     accepted_serial=41
+///     etag="5d41402abc4b2a76"
+///     end=ok
+public struct RemoteRecord: Sendable, Equatable {
+    /// The format this version writes.
+    public static let currentFormat = 1
+
+    /// The URL of the last check.
+    public var url: String?
+    /// When the last check ran, success or not (seconds since the epoch).
+    public var lastAttemptAt: Int64?
+    /// When a check last reached the server and got an authentic answer.
+    public var lastSuccessAt: Int64?
+    /// The last outcome's kind: applied, unchanged, not_applicable, refused, unreachable.
+    public var outcome: String?
+    /// The last outcome's code (`bad_signature`, `timed_out`, ...), if it has one.
+    public var code: String?
+    /// The last outcome in one sentence.
+    public var reason: String?
+    /// The serial of the last directive applied; an older one is refused as a replay.
+    public var acceptedSerial: UInt64?
+    /// The validators of the last successful fetch, sent as If-None-Match / If-Modified-Since.
+    public var etag: String?
+    public var lastModified: String?
+    /// The URL and current-slot version those validators were obtained for.
+    public var validatorsURL: String?
+    public var validatorsVersion: String?
+
+    public init() {}
+
+    /// The file's text.
+    public func serialized() -> [UInt8] {
+        var text = KeyValueText()
+        text.append("format", String(Self.currentFormat))
+        func add(_ key: String, _ value: String?) { if let value { text.append(key, value) } }
+        add("url", url)
+        add("last_attempt_at", lastAttemptAt.map { String($0) })
+        add("last_success_at", lastSuccessAt.map { String($0) })
+        add("outcome", outcome)
+        add("code", code)
+        add("reason", reason)
+        add("accepted_serial", acceptedSerial.map { String($0) })
+        add("etag", etag)
+        add("last_modified", lastModified)
+        add("validators_url", validatorsURL)
+        add("validators_version", validatorsVersion)
+        text.append("end", "ok")
+        return text.serialized()
+    }
+
+    /// Parses the file. Throws `.stateInvalid` for a truncated or garbage file.
+    public static func parse(_ bytes: [UInt8], path: String) throws(SwitchbackError) -> RemoteRecord {
+        let text = try KeyValueText.parse(bytes, describing: "The remote check record \(path)")
+        guard text["format"] != nil, text["end"] == "ok" else {
+            throw SwitchbackError(.stateInvalid, "The remote check record \(path) is truncated or not a Switchback file.", path: path)
+        }
+        var record = RemoteRecord()
+        record.url = text["url"]
+        record.lastAttemptAt = text["last_attempt_at"].flatMap { Int64($0) }
+        record.lastSuccessAt = text["last_success_at"].flatMap { Int64($0) }
+        record.outcome = text["outcome"]
+        record.code = text["code"]
+        record.reason = text["reason"]
+        record.acceptedSerial = text["accepted_serial"].flatMap { UInt64($0) }
+        record.etag = text["etag"]
+        record.lastModified = text["last_modified"]
+        record.validatorsURL = text["validators_url"]
+        record.validatorsVersion = text["validators_version"]
+        return record
+    }
+}

@@ -1,0 +1,59 @@
+/// The remote directive's settings, from the manifest (written by scripts/bundle):
+///
+///     remote.url=https://updates.example.com/notes/directive.json
+///     remote.keys=MCowBQYDK2VwAyEA...=,MCowBQYDK2VwAyEA...=
+///     remote.interval_s=3600
+///
+/// Keys are the base64 body of each `directive.pub` (the single line between the PEM
+/// armour lines: the DER SubjectPublicKeyInfo), comma-separated, so one manifest line holds
+/// several keys and `openssl` reads them back with the armour added.
+public struct RemoteSettings: Sendable, Equatable {
+    /// Where the signed directive is served (`remote.url`); nil means no remote directive.
+    public var url: String?
+    /// The trusted public keys (`remote.keys`), base64 DER SubjectPublicKeyInfo each.
+    public var keys: [String]
+    /// How old the last check may be before a start triggers a background sync
+    /// (`remote.interval_s`, default 3600).
+    public var intervalSeconds: Int64
+    /// The whole sync's deadline (`remote.deadline_ms`, default 5000).
+    public var deadlineMilliseconds: Int
+    /// Whether plain http to a non-loopback host is allowed (`remote.allow_insecure_http`).
+    public var allowsInsecureHTTP: Bool
+    /// Whether the launcher checks before every start and waits for the answer
+    /// (`remote.check_before_start`, default false).
+    public var checksBeforeStart: Bool
+    /// That check's deadline (`remote.before_start_deadline_ms`, default 1000).
+    public var beforeStartDeadlineMilliseconds: Int
+
+    public init(manifest: Manifest) {
+        let url = manifest.settings["remote.url"] ?? ""
+        self.url = url.isEmpty ? nil : url
+        keys = (manifest.settings["remote.keys"] ?? "").split(separator: ",").map {
+            String($0.filter { !$0.isWhitespace })
+        }.filter { !$0.isEmpty }
+        intervalSeconds = Int64(manifest.milliseconds("remote.interval_s", default: 3600))
+        deadlineMilliseconds = max(1, manifest.milliseconds("remote.deadline_ms", default: 5000))
+        allowsInsecureHTTP = manifest.settings["remote.allow_insecure_http"] == "true"
+        checksBeforeStart = manifest.settings["remote.check_before_start"] == "true"
+        beforeStartDeadlineMilliseconds = max(1, manifest.milliseconds("remote.before_start_deadline_ms", default: 1000))
+    }
+
+    /// The PEM text of each trusted key, as libcrypto reads it.
+    public var keyPEMs: [String] {
+        keys.map { body in
+            var lines = ["-----BEGIN PUBLIC KEY-----"]
+            var rest = Substring(body)
+            while !rest.isEmpty {
+                lines.append(String(rest.prefix(64)))
+                rest = rest.dropFirst(64)
+            }
+            lines.append("-----END PUBLIC KEY-----")
+            return lines.joined(separator: "\n") + "\n"
+        }
+    }
+}
+
+extension Manifest {
+    /// The remote directive's settings (`remote.*`).
+    public var remote: RemoteSettings { RemoteSettings(manifest: self) }
+}

@@ -1,0 +1,7 @@
+// rollbackctl-remote: the network and signing half of rollbackctl (sync, keygen, sign).
+// rollbackctl executes it for those subcommands, so only they pay for FoundationNetworking
+// and libcrypto at start. Parses, calls, prints, exits.
+import Foundation
+import RemoteCtlKit
+
+exit(RemoteCtl.main(Array(CommandLine.arguments.dropFirst())))

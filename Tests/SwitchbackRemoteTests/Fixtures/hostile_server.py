@@ -1,0 +1,174 @@
+#!/usr/bin/env python3
+"""A small, deliberately badly behaved HTTP server for the SwitchbackRemote tests.
+
+Binds 127.0.0.1 on a free port, prints the port alone on the first line of stdout, and
+serves until killed or until --lifetime seconds pass (whichever comes first). Standard
+library only. Every loop is bounded in count and in time.
+
+Paths:
+  /hang                 read the request, never answer (until the client leaves or 60 s)
+  /drip                 200 with Content-Length 100, then one byte per second
+  /status/<code>        answer <code> with a tiny body (500, 404, ...)
+  /big                  200 with Content-Length 50 MB, streamed in 64 KiB chunks
+  /big-unannounced      200 without Content-Length, 50 MB streamed, then close
+  /loop/a, /loop/b      302 to each other: a redirect loop
+  /slowloop/a, /b       the same loop, 10 ms per hop
+  /chain/<n>            302 to /chain/<n-1>; /chain/0 serves /files/directive.json
+  /redirect?to=<url>    302 to <url>
+  /files/<name>         serve <root>/<name> with ETag and Last-Modified; 304 on a match
+"""
+
+import argparse
+import hashlib
+import os
+import signal
+import sys
+import threading
+import time
+import urllib.parse
+from email.utils import formatdate
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+BIG_SIZE = 50 * 1024 * 1024
+CHUNK = 64 * 1024
+MAX_HANG_SECONDS = 60
+MAX_DRIP_BYTES = 100
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "hostile/1"
+    timeout = 30  # seconds to wait for a client's request bytes
+
+    def log_message(self, format, *args):  # keep test output quiet
+        pass
+
+    def do_GET(self):
+        parsed = urllib.parse.urlsplit(self.path)
+        path = parsed.path
+        if path == "/hang":
+            return self.hang()
+        if path == "/drip":
+            return self.drip()
+        if path.startswith("/status/"):
+            return self.status(int(path.rsplit("/", 1)[1]))
+        if path == "/big":
+            return self.big(announced=True)
+        if path == "/big-unannounced":
+            return self.big(announced=False)
+        if path == "/loop/a":
+            return self.redirect("/loop/b")
+        if path == "/loop/b":
+            return self.redirect("/loop/a")
+        if path in ("/slowloop/a", "/slowloop/b"):
+            time.sleep(0.01)
+            return self.redirect("/slowloop/b" if path.endswith("a") else "/slowloop/a")
+        if path.startswith("/chain/"):
+            n = int(path.rsplit("/", 1)[1])
+            return self.redirect("/files/directive.json" if n <= 0 else "/chain/%d" % (n - 1))
+        if path == "/redirect":
+            target = urllib.parse.parse_qs(parsed.query).get("to", ["/"])[0]
+            return self.redirect(target)
+        if path.startswith("/files/"):
+            return self.file(path[len("/files/"):])
+        return self.status(404)
+
+    def hang(self):
+        deadline = time.monotonic() + MAX_HANG_SECONDS
+        while time.monotonic() < deadline:
+            time.sleep(0.1)
+
+    def drip(self):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(MAX_DRIP_BYTES))
+        self.end_headers()
+        try:
+            for _ in range(MAX_DRIP_BYTES):
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                time.sleep(1)
+        except OSError:
+            pass
+
+    def status(self, code):
+        body = ("status %d\n" % code).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def big(self, announced):
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        if announced:
+            self.send_header("Content-Length", str(BIG_SIZE))
+        else:
+            self.send_header("Connection", "close")
+            self.close_connection = True
+        self.end_headers()
+        chunk = b"x" * CHUNK
+        try:
+            for _ in range(BIG_SIZE // CHUNK):
+                self.wfile.write(chunk)
+        except OSError:
+            pass
+
+    def redirect(self, location):
+        self.send_response(302)
+        self.send_header("Location", location)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def file(self, name):
+        root = self.server.root
+        if root is None or "/" in name or name.startswith("."):
+            return self.status(404)
+        full = os.path.join(root, name)
+        try:
+            with open(full, "rb") as f:
+                data = f.read()
+            mtime = os.stat(full).st_mtime
+        except OSError:
+            return self.status(404)
+        etag = '"%s"' % hashlib.sha256(data).hexdigest()[:16]
+        last_modified = formatdate(mtime, usegmt=True)
+        if self.headers.get("If-None-Match") == etag:
+            self.send_response(304)
+            self.send_header("ETag", etag)
+            self.send_header("Last-Modified", last_modified)
+            self.end_headers()
+            return
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("ETag", etag)
+        self.send_header("Last-Modified", last_modified)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def main():
+    # A parent that spawned us from a thread with signals blocked (Foundation's Process does)
+    # passes that mask on; unblock so SIGTERM and SIGINT work as expected.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, set(signal.Signals))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--root", default=None, help="directory served under /files/")
+    parser.add_argument("--lifetime", type=float, default=120.0, help="exit after this many seconds")
+    args = parser.parse_args()
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    server.root = args.root
+
+    def expire():
+        time.sleep(args.lifetime)
+        os._exit(0)
+
+    threading.Thread(target=expire, daemon=True).start()
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
