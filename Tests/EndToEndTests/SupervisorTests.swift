@@ -8,26 +8,18 @@ import Glibc
 /// A supervised launcher running as a real process, its output in files.
 final class SupervisedLauncher {
     let t: TestBundle
-    let process = Process()
+    let process: SpawnedProcess
     let stderrPath: String
-    private let exited = DispatchSemaphore(value: 0)
-    private var hasExited = false
 
     init(_ t: TestBundle, _ arguments: [String]) throws {
         self.t = t
         stderrPath = t.directory + "/supervisor-\(UUID().uuidString).err"
-        FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        process.executableURL = URL(fileURLWithPath: t.bundle + "/bin/launcher")
-        process.arguments = arguments
-        process.environment = ["SWITCHBACK_STATE_DIR": t.state, "SWITCHBACK_SUPERVISE": "1", "PATH": "/usr/bin:/bin"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: stderrPath))
-        let exited = self.exited
-        process.terminationHandler = { _ in exited.signal() }
-        try process.run()
+        process = try SpawnedProcess(t.bundle + "/bin/launcher", arguments,
+                                     environment: ["SWITCHBACK_STATE_DIR": t.state, "SWITCHBACK_SUPERVISE": "1", "PATH": "/usr/bin:/bin"],
+                                     stderr: stderrPath)
     }
 
-    var pid: Int32 { process.processIdentifier }
+    var pid: Int32 { process.pid }
     var stderr: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
 
     /// The heartbeat the sample server writes: version, slot, pid, state.
@@ -55,16 +47,12 @@ final class SupervisedLauncher {
         return condition()
     }
 
-    /// Waits for the supervisor to exit (without spinning a run loop).
-    func waitForExit() {
-        guard !hasExited else { return }
-        exited.wait()
-        hasExited = true
-    }
+    /// Waits for the supervisor to exit.
+    func waitForExit() { process.wait() }
 
     func stop() {
-        if !hasExited { kill(pid, SIGKILL) }
-        waitForExit()
+        if !process.hasExited { kill(pid, SIGKILL) }
+        process.wait()
     }
 
     deinit { stop() }
@@ -102,7 +90,7 @@ func isAlive(_ pid: Int32) -> Bool {
 
         kill(app.pid, SIGTERM)
         app.waitForExit()
-        #expect(app.process.terminationStatus == 0)
+        #expect(app.process.exitCode == 0)
     }
 
     @Test func sigtermEndsBothWithTheChildsStatus() throws {
@@ -112,8 +100,7 @@ func isAlive(_ pid: Int32) -> Bool {
         let child = try #require(app.record?.childPID)
         kill(app.pid, SIGTERM)
         app.waitForExit()
-        #expect(app.process.terminationReason == .exit)
-        #expect(app.process.terminationStatus == 0, "serve exits 0 on SIGTERM, and so does the supervisor")
+        #expect(app.process.exitCode == 0, "serve exits 0 on SIGTERM, and so does the supervisor")
         #expect(app.heartbeat["state"] == "stopped")
         #expect(!isAlive(child))
         #expect(!FileManager.default.fileExists(atPath: t.state + "/supervisor"))
@@ -131,7 +118,7 @@ func isAlive(_ pid: Int32) -> Bool {
         #expect(app.wait(upTo: 10) { (app.record?.restarts ?? 0) >= 1 }, "a child killed by a forwarded signal is restarted")
         kill(app.pid, SIGTERM)
         app.waitForExit()
-        #expect(app.process.terminationStatus == 128 + SIGTERM)
+        #expect(app.process.exitCode == 128 + SIGTERM)
     }
 
     @Test func killingTheSupervisorWithSIGKILLTakesTheChildWithIt() throws {
@@ -149,8 +136,8 @@ func isAlive(_ pid: Int32) -> Bool {
         try fastRestarts(t)
         let app = try SupervisedLauncher(t, ["crash"])
         #expect(app.wait(upTo: 30) { app.stderr.contains("failed 3 starts without being marked good; running the previous slot") })
-        #expect(app.stderr.components(separatedBy: "restarting in").count - 1 >= 3)
         app.stop()
+        #expect(app.stderr.components(separatedBy: "restarting in").count - 1 >= 3)
         #expect(try t.status()["source"] as? String == "auto")
     }
 

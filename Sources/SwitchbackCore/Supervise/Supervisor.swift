@@ -278,6 +278,8 @@ public final class Supervisor {
         replaceDeadline = monotonicNow() + Double(settings.graceMilliseconds) / 1000
     }
 
+    /// The slot the persisted choice selects now. The running build keeps running unless it
+    /// was marked bad: using its last try is not a reason to replace it (the next start is).
     private func desiredSlot() -> BuildSlot {
         let loaded = StateStore(directory: directory).load()
         guard let decision = try? SlotDecision.decide(state: loaded, forcedSlot: environmentValue("SWITCHBACK_SLOT")) else {
@@ -285,9 +287,10 @@ public final class Supervisor {
         }
         let record = HealthStore(directory: directory).load().record
         let tries = manifest.trialTries
-        return HealthPolicy.choose(decision,
-                                   current: record.health(of: .current, build: manifest.current.sha256, tries: tries),
-                                   previous: record.health(of: .previous, build: manifest.previous.sha256, tries: tries),
+        let current = record.health(of: .current, build: manifest.current.sha256, tries: tries)
+        let previous = record.health(of: .previous, build: manifest.previous.sha256, tries: tries)
+        if decision.slot == childSlot, !(decision.slot == .current ? current : previous).isBad { return decision.slot }
+        return HealthPolicy.choose(decision, current: current, previous: previous,
                                    versions: { self.manifest[$0].version }).decision.slot
     }
 

@@ -87,3 +87,75 @@ extension Process {
         return { exited.wait() }
     }
 }
+
+/// A child started with posix_spawn and reaped with waitpid, for long-running processes
+/// that tests signal: no Foundation machinery between the test and the child.
+final class SpawnedProcess {
+    let pid: pid_t
+    private(set) var status: Int32?
+
+    /// Starts `executable` with `arguments` and exactly `environment`, stdin from /dev/null,
+    /// stdout and stderr appended to the given files (or /dev/null).
+    init(_ executable: String, _ arguments: [String], environment: [String: String],
+         stdout: String = "/dev/null", stderr: String = "/dev/null") throws {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { (argv + envp).forEach { free($0) } }
+        var pid: pid_t = 0
+        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard result == 0 else { throw TestFailure("posix_spawn \(executable) failed: \(result)") }
+        self.pid = pid
+    }
+
+    /// True once the child has exited (and was reaped).
+    var hasExited: Bool {
+        if status != nil { return true }
+        var raw: Int32 = 0
+        if waitpid(pid, &raw, WNOHANG) == pid { status = raw }
+        return status != nil
+    }
+
+    /// Waits for the child to exit; kills it with SIGKILL after `seconds`.
+    @discardableResult
+    func wait(upTo seconds: Double = 120) -> Int32 {
+        let deadline = Date().addingTimeInterval(seconds)
+        var killed = false
+        while !hasExited {
+            if !killed && Date() > deadline {
+                kill(pid, SIGKILL)
+                killed = true
+            }
+            usleep(5_000)
+        }
+        return status!
+    }
+
+    /// The exit code, or nil when a signal ended it.
+    var exitCode: Int32? {
+        guard let status, status & 0x7F == 0 else { return nil }
+        return (status >> 8) & 0xFF
+    }
+
+    /// The signal that ended it, if one did.
+    var terminationSignal: Int32? {
+        guard let status, status & 0x7F != 0, status & 0x7F != 0x7F else { return nil }
+        return status & 0x7F
+    }
+
+    deinit {
+        if !hasExited { kill(pid, SIGKILL); wait() }
+    }
+}
