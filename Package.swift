@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "rollbackctl", targets: ["rollbackctl"]),
         .executable(name: "rollbackctl-remote", targets: ["rollbackctl-remote"]),
         .executable(name: "appcore-direct", targets: ["appcore-direct"]),
+        .library(name: "AppVersions", targets: ["AppVersions"]),
     ],
     targets: [
         // The contract between launcher and AppCore: one C header, nothing else crosses.
@@ -46,7 +47,12 @@ let package = Package(
         .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote"]),
         .executableTarget(name: "rollbackctl-remote", dependencies: ["RemoteCtlKit"]),
         // The sample app. Replace it with your own code; keep the two exported symbols.
-        .target(name: "AppCore", dependencies: ["SwitchbackContract", "AppCoreStamp"]),
+        .target(name: "AppCore", dependencies: ["SwitchbackContract", "AppCoreStamp", "AppVersions"]),
+        // Version history and run-once migrations, for the app to call from inside AppCore.
+        .target(name: "AppVersions"),
+        .executableTarget(name: "appversions-fixture", dependencies: ["AppVersions"]),
+        .executableTarget(name: "appversions-bench", dependencies: ["AppVersions"]),
+        .testTarget(name: "AppVersionsTests", dependencies: ["AppVersions", "appversions-fixture"]),
         // The same app linked directly into an executable: the benchmark's baseline.
         .executableTarget(name: "appcore-direct", dependencies: ["AppCore"]),
         .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore"]),

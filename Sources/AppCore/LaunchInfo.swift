@@ -11,6 +11,8 @@ public struct LaunchInfo {
     public var slot: String?
     /// This build's version.
     public var version: String
+    /// This build's build id (the commit scripts/bundle stamped, or "dev").
+    public var build: String
     /// The state directory the launcher uses; nil when not under the launcher.
     public var stateDirectory: String?
     private var context: UnsafePointer<SwitchbackContext>?
@@ -27,6 +29,7 @@ public struct LaunchInfo {
     public init(_ context: UnsafePointer<SwitchbackContext>?) {
         self.context = context
         version = String(cString: switchback_app_version())
+        build = String(cString: switchback_app_build())
         guard let context, context.pointee.size >= MemoryLayout<SwitchbackContext>.offset(of: \.mark_good)! else { return }
         slot = context.pointee.slot == Int32(SWITCHBACK_SLOT_PREVIOUS.rawValue) ? "previous" : "current"
         stateDirectory = context.pointee.state_directory.map { String(cString: $0) }

@@ -13,11 +13,16 @@ public struct SampleApp {
     /// demonstrations (`crash`, `hang`, `exit`) marks the start good once it is initialised.
     public func run(_ arguments: [String]) -> Int32 {
         let command = arguments.first
+        let change: String
+        do { change = try AppStartup(launch: launch).run() } catch {
+            printError("Error: the sample app could not prepare its data in \(launch.dataDirectory): \(error)")
+            return 1
+        }
         if !["crash", "hang", "exit", "serve"].contains(command ?? "") { launch.markGood() }
         switch command {
         case nil:
             let slot = launch.slot.map { " (\($0) slot)" } ?? ""
-            print("Hello from the Switchback sample app, version \(launch.version)\(slot).")
+            print("Hello from the Switchback sample app, version \(launch.version)\(slot): \(change).")
             return 0
         case "version":
             print(launch.version)

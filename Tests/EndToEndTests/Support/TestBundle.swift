@@ -86,8 +86,10 @@ struct TestBundle {
 
     var currentVersion: String { (try? manifestValue("current.version")) ?? "?" }
     var previousVersion: String { (try? manifestValue("previous.version")) ?? "?" }
+    /// The start of the sample app's greeting from `slot` (what follows differs by version:
+    /// 1.2.0 adds ": first run", ": upgraded from 1.1.0", ...).
     func greeting(_ slot: BuildSlot) -> String {
-        "Hello from the Switchback sample app, version \(slot == .current ? currentVersion : previousVersion) (\(slot.rawValue) slot).\n"
+        "Hello from the Switchback sample app, version \(slot == .current ? currentVersion : previousVersion) (\(slot.rawValue) slot)"
     }
 }
 

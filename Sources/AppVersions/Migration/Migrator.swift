@@ -1,0 +1,298 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Runs named migration steps once per scope, in version order, and records that they ran.
+///
+/// ```swift
+/// var migrator = Migrator(store: FileLedgerStore(directory: dir))
+/// migrator.registerFirstInstall("create-notes-store") { _ in try NotesStore.create() }
+/// migrator.register("split-notes-by-day", at: "1.1.0") { _ in try NotesStore.splitByDay() }
+/// migrator.registerEveryVersionChange("clear-caches") { _ in try Caches.clear() }
+/// let report = try migrator.run(for: running)
+/// ```
+///
+/// Guarantees (per scope):
+/// - A version step runs at most once: after it succeeds its name is recorded and it
+///   never runs again, even across downgrades and upgrades.
+/// - Version steps run in version order, then in registration order within a version,
+///   whatever order they were registered in. Versions skipped by an update are caught up.
+/// - A step for a version above the running one never runs.
+/// - On a first install only the first-install steps run; the version steps up to the
+///   running version are considered done, since a fresh install starts with data in
+///   the current format. Steps above it run as the app is later upgraded.
+/// - The end of a step is recorded in one atomic write right after it returns. A step
+///   the process died in is reported at the next run and runs again, with
+///   ``MigrationContext/isRetryAfterInterruption`` set; so make steps safe to repeat.
+/// - A throwing step with the ``MigrationStep/ErrorPolicy/stop`` policy stops the run
+///   and is retried on the next start; with ``MigrationStep/ErrorPolicy/continue`` it is
+///   recorded as failed and the run goes on.
+/// - A launch that finds nothing to do reads the ledger and writes nothing.
+public struct Migrator {
+    /// Where the migration record is kept.
+    public let store: any LedgerStore
+
+    /// Says, for a scope with no migration record yet, whether its data predates
+    /// AppVersions and at which version: steps above that version then run, and
+    /// first-install steps do not. Return nil for a genuinely new install.
+    ///
+    /// ```swift
+    /// migrator.baseline = { _ in FileManager.default.fileExists(atPath: legacyDB) ? "1.4.0" : nil }
+    /// ```
+    ///
+    /// Returning ``Version/zero`` for every scope makes a first install run every version
+    /// step up to the running version, the YCIVersion behaviour.
+    public var baseline: ((Scope) throws -> Version?)?
+
+    private var steps: [MigrationStep] = []
+    private var names: Set<String> = []
+    private let now: @Sendable () -> Date
+
+    /// Creates a migrator with no steps.
+    ///
+    /// - Parameters:
+    ///   - store: Where the migration record is kept, usually the same store as the history's.
+    ///   - now: The clock; tests pass a fixed date.
+    public init(store: any LedgerStore, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.store = store
+        self.now = now
+    }
+
+    /// The names of the registered steps, in registration order.
+    public var stepNames: [String] { steps.map(\.name) }
+
+    /// Registers a step.
+    ///
+    /// Traps if a step with the same name is already registered, or the name is empty:
+    /// names identify steps in the ledger, so a duplicate is a programmer mistake.
+    public mutating func register(_ step: MigrationStep) {
+        precondition(!step.name.isEmpty, "A migration step was registered with an empty name; give every step a unique name.")
+        guard names.insert(step.name).inserted else {
+            preconditionFailure("Migration step \"\(step.name)\" is registered twice; give every step a unique name.")
+        }
+        steps.append(step)
+    }
+
+    /// Registers a step that runs once when the scope's data reaches `version`.
+    ///
+    /// Traps if `name` is already registered.
+    public mutating func register(
+        _ name: String,
+        at version: Version,
+        onError errorPolicy: MigrationStep.ErrorPolicy = .stop,
+        _ body: @escaping (MigrationContext) throws -> Void
+    ) {
+        register(MigrationStep(name, trigger: .version(version), onError: errorPolicy, body))
+    }
+
+    /// Registers a step that runs once, on the scope's first install, to create its data.
+    ///
+    /// Traps if `name` is already registered.
+    public mutating func registerFirstInstall(
+        _ name: String,
+        onError errorPolicy: MigrationStep.ErrorPolicy = .stop,
+        _ body: @escaping (MigrationContext) throws -> Void
+    ) {
+        register(MigrationStep(name, trigger: .firstInstall, onError: errorPolicy, body))
+    }
+
+    /// Registers a step that runs whenever the version or build differs from the last
+    /// one migrated in the scope (not on a first install).
+    ///
+    /// Traps if `name` is already registered.
+    public mutating func registerEveryVersionChange(
+        _ name: String,
+        onError errorPolicy: MigrationStep.ErrorPolicy = .stop,
+        _ body: @escaping (MigrationContext) throws -> Void
+    ) {
+        register(MigrationStep(name, trigger: .everyVersionChange, onError: errorPolicy, body))
+    }
+
+    /// Works out what ``run(for:scope:)`` would do, without running or writing anything.
+    ///
+    /// Calls ``baseline`` if the scope has no migration record.
+    ///
+    /// - Throws: ``AppVersionsError`` if the ledger cannot be read or the baseline throws.
+    public func plan(for running: RunningVersion, scope: Scope = .app) throws -> MigrationPlan {
+        let ledger = try store.ledger(for: scope)
+        let decision = try decide(running, scope: scope, ledger: ledger)
+        return MigrationPlan(
+            scope: scope,
+            running: running,
+            previous: decision.previous,
+            isFirstInstall: decision.isFirstInstall,
+            baseline: decision.adoptedBaseline,
+            steps: decision.steps.map { steps[$0].name },
+            interrupted: ledger.open,
+            isUpToDate: decision.steps.isEmpty && !decision.recordsVersion
+        )
+    }
+
+    /// Runs every step that is due in `scope` for the `running` version, recording each.
+    ///
+    /// Holds the store's exclusive access to the scope for the whole run, so a second
+    /// process starting at the same time waits and then finds the work done.
+    ///
+    /// - Returns: What ran, what failed under the `continue` policy, and which steps a
+    ///   previous run left interrupted.
+    /// - Throws: ``AppVersionsError`` with ``AppVersionsError/Code/stepFailed`` when a
+    ///   step with the `stop` policy throws (its own error is in
+    ///   ``AppVersionsError/underlying``), or a storage error.
+    @discardableResult
+    public func run(for running: RunningVersion, scope: Scope = .app) throws -> MigrationReport {
+        try store.exclusively(scope) {
+            let ledger = try store.ledger(for: scope)
+            let decision = try decide(running, scope: scope, ledger: ledger)
+            var report = MigrationReport(
+                scope: scope,
+                running: running,
+                previous: decision.previous,
+                isFirstInstall: decision.isFirstInstall,
+                baseline: decision.adoptedBaseline,
+                ran: [],
+                failed: [],
+                interrupted: ledger.open
+            )
+            // Each write carries the end of the previous step and the start of the next,
+            // so a step costs one atomic write, and a step's end is durable before the
+            // next one begins.
+            var pending: [LedgerRecord] = []
+            if let baseline = decision.adoptedBaseline {
+                pending.append(.initialized(floor: baseline, isBaseline: true, date: now()))
+            }
+            let interruptedNames = Set(ledger.open.map(\.name))
+            for index in decision.steps {
+                let step = steps[index]
+                let context = MigrationContext(
+                    step: step.name,
+                    scope: scope,
+                    running: running,
+                    previous: decision.previous,
+                    isFirstInstall: decision.isFirstInstall,
+                    isRetryAfterInterruption: interruptedNames.contains(step.name)
+                )
+                pending.append(.stepBegan(name: step.name, running: running, date: now()))
+                try store.append(records: pending, to: scope)
+                pending = [try perform(step, context: context, report: &report)]
+            }
+            if decision.isFirstInstall {
+                pending.append(.initialized(floor: running.version, isBaseline: false, date: now()))
+            }
+            if decision.recordsVersion {
+                pending.append(.migrated(running, date: now()))
+            }
+            if !pending.isEmpty {
+                try store.append(records: pending, to: scope)
+            }
+            return report
+        }
+    }
+
+    /// Forgets the migration record of `scope` (not its version history), so every step
+    /// is due again as on a first install. Meant for tests and debugging.
+    ///
+    /// - Throws: ``AppVersionsError`` if the ledger cannot be written.
+    public func reset(scope: Scope = .app) throws {
+        try store.exclusively(scope) {
+            try store.append(records: [.reset(date: now())], to: scope)
+        }
+    }
+
+    // MARK: Deciding
+
+    /// The steps due, by index into `steps`, and what the run records.
+    struct Decision {
+        var steps: [Int]
+        var isFirstInstall: Bool
+        var adoptedBaseline: Version?
+        var previous: RunningVersion?
+        var recordsVersion: Bool
+    }
+
+    func decide(_ running: RunningVersion, scope: Scope, ledger: Ledger) throws -> Decision {
+        var floor = ledger.floor
+        var previous = ledger.lastMigrated
+        var adoptedBaseline: Version? = nil
+        if floor == nil {
+            let declared: Version?
+            do {
+                declared = try baseline?(scope)
+            } catch {
+                throw AppVersionsError(
+                    .stepFailed,
+                    "The migrator's baseline for scope \"\(scope.name)\" threw \(error); fix the check for legacy data and start again.",
+                    subject: scope.name, underlying: error
+                )
+            }
+            guard let declared else {
+                let due = steps.indices.filter { steps[$0].trigger == .firstInstall && ledger.finished[steps[$0].name] == nil }
+                return Decision(steps: due, isFirstInstall: true, adoptedBaseline: nil, previous: nil, recordsVersion: true)
+            }
+            floor = declared
+            adoptedBaseline = declared
+            previous = previous ?? RunningVersion(version: declared)
+        }
+        let lowest = floor!
+        var due: [(index: Int, version: Version)] = []
+        var hooks: [Int] = []
+        let versionChanged = ledger.lastMigrated.map { !$0.isIdentical(to: running) } ?? true
+        for index in steps.indices {
+            let step = steps[index]
+            switch step.trigger {
+            case .version(let version):
+                if lowest < version && version <= running.version && ledger.finished[step.name] == nil {
+                    due.append((index, version))
+                }
+            case .everyVersionChange:
+                if versionChanged && !(ledger.endedSinceMigrated[step.name]?.isIdentical(to: running) ?? false) {
+                    hooks.append(index)
+                }
+            case .firstInstall:
+                break
+            }
+        }
+        due.sort { $0.version < $1.version || ($0.version == $1.version && $0.index < $1.index) }
+        return Decision(
+            steps: due.map(\.index) + hooks,
+            isFirstInstall: false,
+            adoptedBaseline: adoptedBaseline,
+            previous: previous,
+            recordsVersion: versionChanged
+        )
+    }
+
+    // MARK: Running
+
+    /// Runs one step whose start is already recorded; returns the record of its end,
+    /// which the caller writes with the next step's start. A `stop` failure is written
+    /// at once, then thrown.
+    private func perform(_ step: MigrationStep, context: MigrationContext, report: inout MigrationReport) throws -> LedgerRecord {
+        let running = context.running
+        do {
+            try step.body(context)
+        } catch {
+            let message = "\(error)"
+            let date = now()
+            switch step.errorPolicy {
+            case .stop:
+                // If even this write fails, the next run reports the step as interrupted.
+                try? store.append(
+                    records: [.stepEnded(name: step.name, running: running, date: date, outcome: .abandoned(message))],
+                    to: context.scope
+                )
+                throw AppVersionsError(
+                    .stepFailed,
+                    "Migration step \"\(step.name)\" failed in scope \"\(context.scope.name)\" with \(message); fix the cause and start the app again to retry it.",
+                    subject: step.name, underlying: error
+                )
+            case .continue:
+                report.failed.append(FailedStep(name: step.name, message: message, date: date, isRetried: false))
+                return .stepEnded(name: step.name, running: running, date: date, outcome: .failed(message))
+            }
+        }
+        report.ran.append(step.name)
+        return .stepEnded(name: step.name, running: running, date: now(), outcome: .succeeded)
+    }
+}

@@ -1,0 +1,25 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// What one ledger line says. A ledger is the ordered list of these; its state is their fold.
+indirect enum LedgerRecord: Sendable, Equatable {
+    /// The app's version changed (or was seen for the first time) in this scope.
+    case history(HistoryEvent)
+    /// The operating system's version changed (or was seen for the first time).
+    case system(SystemEvent)
+    /// A migration step started; without a matching end it was interrupted.
+    case stepBegan(name: String, running: RunningVersion, date: Date)
+    /// A migration step finished.
+    case stepEnded(name: String, running: RunningVersion, date: Date, outcome: StepOutcome)
+    /// The scope's data exists as of `floor`: steps at or below it never run.
+    case initialized(floor: Version, isBaseline: Bool, date: Date)
+    /// Every step and hook for `running` has completed.
+    case migrated(RunningVersion, date: Date)
+    /// The migration record was cleared (``Migrator/reset(scope:)``).
+    case reset(date: Date)
+    /// A line written by a newer AppVersions; kept as it is and otherwise ignored.
+    case unknown(String)
+}
