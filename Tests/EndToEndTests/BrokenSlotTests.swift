@@ -6,7 +6,7 @@ import Testing
 /// stderr that says what failed and what runs instead, and a fallback in the history.
 @Suite struct BrokenSlotTests {
     enum Breakage: String, CaseIterable {
-        case missing, truncated, garbage, modified, noSymbol, wrongABI, worldWritable, writableDirectory
+        case missing, truncated, garbage, modified, noSymbol, wrongABI, unresolvedSymbol, worldWritable, writableDirectory
 
         /// Breaks `slot` in `t` and returns the text its failure message must contain.
         func apply(to slot: BuildSlot, in t: TestBundle) throws -> String {
@@ -40,6 +40,16 @@ import Testing
                     """, to: path)
                 try t.acceptSlotFileInManifest(slot)
                 return "The \(slot.rawValue) slot at \(path) was built by another toolchain (swift-5.9-other) than the launcher"
+            case .unresolvedSymbol:
+                // Links against a function no library provides: RTLD_NOW refuses it before any
+                // of its code runs (with RTLD_LAZY it would die mid-run with exit 127).
+                try fm.removeItem(atPath: path)
+                try compileSharedLibrary("""
+                    extern void switchback_missing_function(void);
+                    int switchback_main(int c, char **v, char **e, const void *x) { switchback_missing_function(); return 0; }
+                    """, to: path)
+                try t.acceptSlotFileInManifest(slot)
+                return "The \(slot.rawValue) slot at \(path) cannot be loaded: dlopen failed: \(path): undefined symbol: switchback_missing_function."
             case .worldWritable:
                 try shell("chmod", "666", path)
                 return "The \(slot.rawValue) slot \(path) is writable by other users (mode 666); refusing to trust it: run 'chmod go-w \(path)'."
@@ -71,7 +81,7 @@ import Testing
         #expect((event["reason"] as? String)?.hasPrefix(message) == true)
 
         let status = try t.status()
-        if breakage != .noSymbol && breakage != .wrongABI {
+        if ![.noSymbol, .wrongABI, .unresolvedSymbol].contains(breakage) {
             // status sees the failures that need no loading, and says the launcher falls back.
             #expect(status["active_slot"] as? String == "previous")
             #expect((status["explanation"] as? String)?.contains("because the current slot cannot run (") == true)
@@ -122,6 +132,16 @@ import Testing
         let result = try t.launcher(environment: ["SWITCHBACK_SLOT": "previous"])
         #expect(result.status == 70)
         #expect(result.stderr == "launcher: \(message) SWITCHBACK_SLOT forces this slot, so the launcher does not fall back.\n")
+    }
+
+    @Test func anUnresolvableSlotIsNeverRememberedAsBound() throws {
+        let t = try TestBundle()
+        let message = try Breakage.unresolvedSymbol.apply(to: .current, in: t)
+        for _ in 0..<3 {
+            let result = try t.launcher()
+            #expect(result.stdout.hasPrefix(t.greeting(.previous)))
+            #expect(result.stderr.hasPrefix("launcher: " + message))
+        }
     }
 
     @Test func aVerifiedSlotIsNotHashedAgainUntilItChanges() throws {

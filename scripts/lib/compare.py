@@ -10,7 +10,7 @@ the order every round; all runs are pooled before the medians are taken.
 import argparse, json, os, statistics, subprocess, sys
 
 def hyperfine(commands, runs, export, env):
-    args = ["hyperfine", "-N", "--style", "none", "--warmup", "5", "--runs", str(runs), "--export-json", export]
+    args = ["hyperfine", "-N", "--style", "none", "--warmup", "10", "--runs", str(runs), "--export-json", export]
     subprocess.run(args + commands, check=True, stdout=subprocess.DEVNULL, env=env)
     with open(export) as f:
         return [r["times"] for r in json.load(f)["results"]]

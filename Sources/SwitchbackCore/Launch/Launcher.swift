@@ -50,20 +50,31 @@ public enum Launcher {
                                     cache: trusted ? VerifiedCache(path: directory.verifiedCachePath) : nil)
 
         // Checks before mapping: a failure here can fall back in this process.
-        let path: String
-        do { path = try verifier.verify(decision.slot).path } catch {
+        var verified: SlotVerifier.Verified
+        do { verified = try verifier.verify(decision.slot) } catch {
             if decision.isForced { fail("\(error.message) SWITCHBACK_SLOT forces this slot, so the launcher does not fall back.") }
             if case .fallback(_, let first) = decision.reason { bothFailed(first, error.message) }
             decision = decision.fallingBack(failure: error.message)
-            do { path = try verifier.verify(decision.slot).path } catch {
+            do { verified = try verifier.verify(decision.slot) } catch {
                 if case .fallback(_, let first) = decision.reason { bothFailed(first, error.message) }
                 fail(error.message)
             }
         }
 
         // Mapping: once dlopen ran, a failure re-executes to try the other slot.
+        // A file opened once with every symbol bound, against libraries that have not changed
+        // since, is opened lazily: binding every symbol again is most of dlopen's cost.
+        let record = manifest[decision.slot]
+        let libraries = LibraryStamp.of(record.needed)
+        let bindLazily = libraries != nil && !verified.wasHashed
+            && verifier.cache?.boundStamp(of: verified.path, fingerprint: verified.fingerprint, sha256: record.sha256) == libraries
         let slot: LoadedSlot
-        do { slot = try LoadedSlot.load(decision.slot, path: path) } catch {
+        do {
+            slot = try LoadedSlot.load(decision.slot, path: verified.path, dependencies: record.needed, bindLazily: bindLazily)
+            if !bindLazily, let libraries {
+                verifier.cache?.record(file: verified.path, fingerprint: verified.fingerprint, sha256: record.sha256, bound: libraries)
+            }
+        } catch {
             if decision.isForced { fail("\(error.message) SWITCHBACK_SLOT forces this slot, so the launcher does not fall back.") }
             if case .fallback(_, let first) = decision.reason { bothFailed(first, error.message) }
             reexecute(after: decision.slot, failure: error.message)

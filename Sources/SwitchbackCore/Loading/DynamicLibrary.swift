@@ -11,8 +11,9 @@ public struct DynamicLibrary: @unchecked Sendable {
 
     /// Wraps `dlopen(3)` with `RTLD_NOW | RTLD_NODELETE`: every symbol resolves now (with
     /// RTLD_LAZY a missing one kills the process mid-run), and nothing ever unmaps it.
-    public static func open(at path: String, global: Bool = false) throws(SwitchbackError) -> DynamicLibrary {
-        guard let handle = dlopen(path, RTLD_NOW | RTLD_NODELETE | (global ? RTLD_GLOBAL : RTLD_LOCAL)) else {
+    /// `lazily` uses RTLD_LAZY instead, for a file known to bind (see LoadedSlot).
+    public static func open(at path: String, global: Bool = false, lazily: Bool = false) throws(SwitchbackError) -> DynamicLibrary {
+        guard let handle = dlopen(path, (lazily ? RTLD_LAZY : RTLD_NOW) | RTLD_NODELETE | (global ? RTLD_GLOBAL : RTLD_LOCAL)) else {
             let detail = dlerror().map { String(cString: $0) } ?? "unknown error"
             throw SwitchbackError(.slotLoadFailed, "dlopen failed: \(detail).", path: path)
         }

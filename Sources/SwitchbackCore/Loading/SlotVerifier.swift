@@ -24,6 +24,8 @@ public struct SlotVerifier: Sendable {
         public var path: String
         /// True when the file was hashed now (its fingerprint was not cached).
         public var wasHashed: Bool
+        /// The fingerprint it was verified with.
+        public var fingerprint: FileFingerprint
     }
 
     /// Checks `slot`; throws a `slot...` error whose message names the slot, the path, what
@@ -58,14 +60,14 @@ public struct SlotVerifier: Sendable {
         }
         let fingerprint = FileFingerprint(info)
         if let cached = cache?.sha256(of: path, fingerprint: fingerprint), cached == record.sha256 {
-            return Verified(path: path, wasHashed: false)
+            return Verified(path: path, wasHashed: false, fingerprint: fingerprint)
         }
         let digest = try SHA256.hexDigest(ofFile: path)
         guard digest == record.sha256 else {
             throw failure(.slotHashMismatch, "does not match the manifest's SHA-256 (it was modified after bundling); rebuild the bundle with scripts/bundle")
         }
         cache?.record(file: path, fingerprint: fingerprint, sha256: digest)
-        return Verified(path: path, wasHashed: true)
+        return Verified(path: path, wasHashed: true, fingerprint: fingerprint)
     }
 
     static func hasELFMagic(_ path: String) -> Bool {

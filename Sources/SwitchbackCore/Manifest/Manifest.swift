@@ -13,13 +13,17 @@ public struct Manifest: Sendable, Equatable {
         public var size: Int64
         /// Lowercase hex.
         public var sha256: String
+        /// The shared objects the library needs (its DT_NEEDED entries), which the launcher
+        /// loads lazily before it opens the slot itself with RTLD_NOW.
+        public var needed: [String]
 
-        public init(version: String, build: String, abiStamp: String, size: Int64, sha256: String) {
+        public init(version: String, build: String, abiStamp: String, size: Int64, sha256: String, needed: [String] = []) {
             self.version = version
             self.build = build
             self.abiStamp = abiStamp
             self.size = size
             self.sha256 = sha256
+            self.needed = needed
         }
     }
 
@@ -71,7 +75,9 @@ public struct Manifest: Sendable, Equatable {
                   let sha = text[name + ".sha256"], sha.utf8.count == 64 else {
                 throw invalid("has no complete record of the \(name) slot")
             }
-            return SlotRecord(version: version, build: text[name + ".build"] ?? "", abiStamp: abi, size: size, sha256: sha.lowercased())
+            let needed = (text[name + ".needed"] ?? "").split(separator: ",").map(String.init)
+            return SlotRecord(version: version, build: text[name + ".build"] ?? "", abiStamp: abi, size: size,
+                              sha256: sha.lowercased(), needed: needed)
         }
         return Manifest(appID: appID, current: try slot("current"), previous: try slot("previous"), settings: text)
     }

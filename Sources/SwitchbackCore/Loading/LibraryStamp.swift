@@ -1,0 +1,19 @@
+/// A short stamp of the libraries a slot links: FNV-1a over each one's path and
+/// fingerprint. Any change to any of them (a toolchain update, a replaced file) changes it.
+public enum LibraryStamp {
+    /// The stamp of `paths`, or nil when one is missing (then nothing is assumed).
+    public static func of(_ paths: [String]) -> String? {
+        guard !paths.isEmpty else { return nil }
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        for path in paths {
+            guard let info = try? FileSystem.status(path) else { return nil }
+            for field in [path] + FileFingerprint(info).fields {
+                for byte in field.utf8 {
+                    hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+                }
+                hash = (hash ^ 0x0A) &* 0x0000_0100_0000_01B3
+            }
+        }
+        return String(hash, radix: 16)
+    }
+}
