@@ -1,0 +1,31 @@
+import Foundation
+import Testing
+
+/// scripts/bundle's failure paths that need no build.
+@Suite struct BundleScriptTests {
+    static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .deletingLastPathComponent().deletingLastPathComponent().path
+
+    @Test func aShallowCloneSaysThePinnedCommitIsMissing() throws {
+        let directory = try makeTemporaryDirectory() + "/clone"
+        try shell("git", "clone", "-q", "--depth", "1", "file://" + Self.repository, directory)
+        let pinned = try shell("git", "-C", directory, "ls-files", "-s", "PreviousVersion").stdout
+            .split(separator: " ").dropFirst().first.map(String.init) ?? "?"
+        let result = try runProcess(directory + "/scripts/bundle", ["--out", directory + "/dist"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: PreviousVersion/ is pinned to \(pinned), which this clone does not have; this is a shallow clone: run 'git fetch --unshallow' (or clone without --depth), then retry.\n")
+        #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
+    }
+
+    @Test func unknownArgumentsAreUsageErrors() throws {
+        let result = try runProcess(Self.repository + "/scripts/bundle", ["--outt", "x"])
+        #expect(result.status == 64)
+        #expect(result.stderr.hasPrefix("Error: unknown argument '--outt'.\nUsage: scripts/bundle"))
+    }
+
+    @Test func pinPreviousRefusesWhatIsNotACommit() throws {
+        let result = try runProcess(Self.repository + "/scripts/pin-previous", ["no-such-revision"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: 'no-such-revision' is not a commit of this repository.\n")
+    }
+}
