@@ -5,7 +5,9 @@ Each spec is "name|command A|command B (or empty)|targets[|VAR=value;VAR=value]"
 optional last field sets environment variables for that comparison. Targets are a comma list of
 ratio<=X (median A / median B), added_ms<=X (median A - median B) and median_ms<=X (A).
 For each spec, `rounds` rounds run hyperfine on A and B with `runs` runs each, swapping
-the order every round; all runs are pooled before the medians are taken.
+the order every round. The medians of A and B are taken over all runs pooled; the ratio and
+the added time are the medians, over the rounds, of each round's own ratio and difference
+(A and B of one round ran seconds apart, so drift on a shared machine cancels out).
 """
 import argparse, json, os, statistics, subprocess, sys
 
@@ -31,18 +33,24 @@ def main():
             key, value = assignment.split("=", 1)
             env[key] = value
         pooled_a, pooled_b = [], []
+        round_ratios, round_added = [], []
         for r in range(a.rounds):
             order = [cmd_a, cmd_b] if cmd_b else [cmd_a]
             if cmd_b and r % 2:
                 order.reverse()
             times = hyperfine(order, a.runs, os.path.join(a.out, "hyperfine.json"), env)
-            for cmd, t in zip(order, times):
+            by_cmd = dict(zip(order, times))
+            for cmd, t in by_cmd.items():
                 (pooled_a if cmd == cmd_a else pooled_b).extend(t)
+            if cmd_b:
+                ma, mb = statistics.median(by_cmd[cmd_a]), statistics.median(by_cmd[cmd_b])
+                round_ratios.append(ma / mb)
+                round_added.append((ma - mb) * 1000)
         med_a = statistics.median(pooled_a) * 1000
         row = {"name": name, "a_ms": med_a, "n": len(pooled_a)}
         if pooled_b:
             med_b = statistics.median(pooled_b) * 1000
-            row.update(b_ms=med_b, ratio=med_a / med_b, added_ms=med_a - med_b)
+            row.update(b_ms=med_b, ratio=statistics.median(round_ratios), added_ms=statistics.median(round_added))
         row["median_ms"] = med_a
         verdicts = []
         for target in filter(None, targets.split(",")):

@@ -66,8 +66,7 @@ public enum Launcher {
         // since, is opened lazily: binding every symbol again is most of dlopen's cost.
         let record = manifest[decision.slot]
         let libraries = LibraryStamp.of(record.needed)
-        let bindLazily = libraries != nil && !verified.wasHashed
-            && verifier.cache?.boundStamp(of: verified.path, fingerprint: verified.fingerprint, sha256: record.sha256) == libraries
+        let bindLazily = libraries != nil && verified.boundLibraries == libraries
         let slot: LoadedSlot
         do {
             slot = try LoadedSlot.load(decision.slot, path: verified.path, dependencies: record.needed, bindLazily: bindLazily)
@@ -103,7 +102,7 @@ public enum Launcher {
     // MARK: - Steps
 
     static func bundleRoot() -> String? {
-        guard let executable = FileSystem.resolved("/proc/self/exe") else { return nil }
+        guard let executable = FileSystem.executablePath() else { return nil }
         return FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: executable))
     }
 

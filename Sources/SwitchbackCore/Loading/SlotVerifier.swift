@@ -26,6 +26,8 @@ public struct SlotVerifier: Sendable {
         public var wasHashed: Bool
         /// The fingerprint it was verified with.
         public var fingerprint: FileFingerprint
+        /// The stamp of the libraries this very file bound against with RTLD_NOW, if it did.
+        public var boundLibraries: String?
     }
 
     /// Checks `slot`; throws a `slot...` error whose message names the slot, the path, what
@@ -59,15 +61,15 @@ public struct SlotVerifier: Sendable {
             throw failure(.slotSizeMismatch, "has \(size) bytes where the manifest records \(record.size); rebuild the bundle with scripts/bundle")
         }
         let fingerprint = FileFingerprint(info)
-        if let cached = cache?.sha256(of: path, fingerprint: fingerprint), cached == record.sha256 {
-            return Verified(path: path, wasHashed: false, fingerprint: fingerprint)
+        if let cached = cache?.lookup(path, fingerprint: fingerprint), cached.sha256 == record.sha256 {
+            return Verified(path: path, wasHashed: false, fingerprint: fingerprint, boundLibraries: cached.bound)
         }
         let digest = try SHA256.hexDigest(ofFile: path)
         guard digest == record.sha256 else {
             throw failure(.slotHashMismatch, "does not match the manifest's SHA-256 (it was modified after bundling); rebuild the bundle with scripts/bundle")
         }
         cache?.record(file: path, fingerprint: fingerprint, sha256: digest)
-        return Verified(path: path, wasHashed: true, fingerprint: fingerprint)
+        return Verified(path: path, wasHashed: true, fingerprint: fingerprint, boundLibraries: nil)
     }
 
     static func hasELFMagic(_ path: String) -> Bool {

@@ -15,14 +15,10 @@ public struct VerifiedCache: Sendable {
         var bound: String?
     }
 
-    /// The SHA-256 recorded for `file` with exactly this fingerprint, if any.
-    public func sha256(of file: String, fingerprint: FileFingerprint) -> String? {
-        entries().first { $0.file == file && $0.fingerprint == fingerprint }?.sha256
-    }
-
-    /// The stamp of the libraries `file` (with this fingerprint and hash) bound against.
-    public func boundStamp(of file: String, fingerprint: FileFingerprint, sha256: String) -> String? {
-        entries().first { $0.file == file && $0.fingerprint == fingerprint && $0.sha256 == sha256 }?.bound
+    /// The SHA-256 recorded for `file` with exactly this fingerprint, and the stamp of the
+    /// libraries it bound against (if it was opened with RTLD_NOW), if any.
+    public func lookup(_ file: String, fingerprint: FileFingerprint) -> (sha256: String, bound: String?)? {
+        entries().first { $0.file == file && $0.fingerprint == fingerprint }.map { ($0.sha256, $0.bound) }
     }
 
     /// Records that `file`, with this fingerprint, hashed to `sha256` (and, with `bound`,

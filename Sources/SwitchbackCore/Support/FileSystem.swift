@@ -101,6 +101,15 @@ public enum FileSystem {
         return parent.isEmpty ? "/" : parent
     }
 
+    /// The absolute path of this process's executable, symlinks resolved: one `readlink(2)`
+    /// of /proc/self/exe (the kernel resolves it; `realpath` would walk every component).
+    public static func executablePath() -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// `realpath(3)`: the absolute path with symlinks resolved, or nil.
     public static func resolved(_ path: String) -> String? {
         guard let pointer = realpath(path, nil) else { return nil }
