@@ -72,12 +72,13 @@ public struct Manifest: Sendable, Equatable {
         func slot(_ name: String) throws(SwitchbackError) -> SlotRecord {
             guard let version = text[name + ".version"], let abi = text[name + ".abi"],
                   let size = text[name + ".size"].flatMap({ Int64($0) }),
-                  let sha = text[name + ".sha256"], sha.utf8.count == 64 else {
+                  let sha = text[name + ".sha256"], sha.utf8.count == 64,
+                  sha.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
                 throw invalid("has no complete record of the \(name) slot")
             }
-            let needed = (text[name + ".needed"] ?? "").split(separator: ",").map(String.init)
+            let needed = (text[name + ".needed"] ?? "").utf8.split(separator: 0x2C).map { String(Substring($0)) }
             return SlotRecord(version: version, build: text[name + ".build"] ?? "", abiStamp: abi, size: size,
-                              sha256: sha.lowercased(), needed: needed)
+                              sha256: sha, needed: needed)
         }
         return Manifest(appID: appID, current: try slot("current"), previous: try slot("previous"), settings: text)
     }

@@ -96,8 +96,9 @@ public enum FileSystem {
 
     /// The directory part of `path` ("/" for a top-level file, "." for a bare name).
     public static func parentDirectory(of path: String) -> String {
-        guard let slash = path.lastIndex(of: "/") else { return "." }
-        let parent = String(path[..<slash])
+        // On the UTF-8 view: Character search would load the grapheme tables at every start.
+        guard let slash = path.utf8.lastIndex(of: 0x2F) else { return "." }
+        let parent = String(Substring(path.utf8[..<slash]))
         return parent.isEmpty ? "/" : parent
     }
 
@@ -107,7 +108,7 @@ public enum FileSystem {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard count > 0 else { return nil }
-        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return String(cString: buffer)  // zero-filled past `count`
     }
 
     /// `realpath(3)`: the absolute path with symlinks resolved, or nil.

@@ -25,22 +25,22 @@ public struct KeyValueText: Sendable, Equatable {
     /// without `=`, or an empty key. Works on bytes, not Characters: the launcher parses
     /// the manifest and the state at every start.
     public static func parse(_ bytes: [UInt8], describing what: String) throws(SwitchbackError) -> KeyValueText {
+        // One decode of the whole file (the stdlib's fast path for contiguous UTF-8); a
+        // replacement character means the bytes were not UTF-8.
+        let text = String(decoding: bytes, as: UTF8.self)
+        if text.utf8.count != bytes.count || text.unicodeScalars.contains("\u{FFFD}") {
+            throw SwitchbackError(.stateInvalid, "\(what) is not UTF-8 text.")
+        }
         var result = KeyValueText()
         var lineNumber = 0
-        var lineStart = 0
-        while lineStart < bytes.count {
+        for line in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false) {
             lineNumber += 1
-            var lineEnd = lineStart
-            while lineEnd < bytes.count, bytes[lineEnd] != 0x0A { lineEnd += 1 }
-            defer { lineStart = lineEnd + 1 }
-            if lineEnd == lineStart || bytes[lineStart] == 0x23 { continue }  // empty or "#"
-            var equals = lineStart
-            while equals < lineEnd, bytes[equals] != 0x3D { equals += 1 }
-            guard equals > lineStart, equals < lineEnd,
-                  let key = String(validating: bytes[lineStart..<equals], as: UTF8.self),
-                  let raw = String(validating: bytes[(equals + 1)..<lineEnd], as: UTF8.self) else {
+            guard let first = line.first, first != 0x23 else { continue }  // empty or "#"
+            guard let equals = line.firstIndex(of: 0x3D), equals != line.startIndex else {
                 throw SwitchbackError(.stateInvalid, "\(what) has a malformed line \(lineNumber).")
             }
+            let key = String(Substring(line[line.startIndex..<equals]))
+            let raw = String(Substring(line[line.index(after: equals)...]))
             result.append(key, raw.utf8.contains(0x5C) ? unescape(raw) : raw)
         }
         return result
