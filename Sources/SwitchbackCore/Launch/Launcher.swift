@@ -61,6 +61,15 @@ public enum Launcher {
             }
         }
 
+        // The try is used before anything of the build runs, its loading included.
+        var session: StartSession?
+        if trusted && !decision.isForced {
+            let build = manifest[decision.slot].sha256
+            session = StartSession(store: health, slot: decision.slot, build: build, tries: manifest.trialTries,
+                                   known: healthRecord.health(of: decision.slot, build: build, tries: manifest.trialTries))
+            session?.begin()
+        }
+
         // Mapping: once dlopen ran, a failure re-executes to try the other slot.
         // A file opened once with every symbol bound, against libraries that have not changed
         // since, is opened lazily: binding every symbol again is most of dlopen's cost.
@@ -77,14 +86,6 @@ public enum Launcher {
             if decision.isForced { fail("\(error.message) SWITCHBACK_SLOT forces this slot, so the launcher does not fall back.") }
             if case .fallback(_, let first) = decision.reason { bothFailed(first, error.message) }
             reexecute(after: decision.slot, failure: error.message)
-        }
-
-        var session: StartSession?
-        if trusted && !decision.isForced {
-            let build = manifest[decision.slot].sha256
-            session = StartSession(store: health, slot: decision.slot, build: build, tries: manifest.trialTries,
-                                   known: healthRecord.health(of: decision.slot, build: build, tries: manifest.trialTries))
-            session?.begin()
         }
 
         if case .fallback(let failed, let failure) = decision.reason {
