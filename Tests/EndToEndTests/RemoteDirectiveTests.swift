@@ -210,6 +210,23 @@ import Glibc
         }
     }
 
+    @Test func aSupervisedServerSwitchesAsSoonAsADirectiveIsPublished() throws {
+        let fleet = try Fleet()
+        let t = fleet.t
+        let server = try LocalHTTPServer.staticFiles(root: fleet.www)
+        defer { server.stop() }
+        try t.setManifestSetting("remote.url", server.url("/directive.json"))
+        try t.setManifestSetting("remote.interval_s", "1")
+        let app = try SupervisedLauncher(t, ["serve"])
+        defer { app.stop() }
+        #expect(app.wait(upTo: 30) { app.heartbeat["slot"] == "current" && app.heartbeat["state"] == "running" })
+        try fleet.publish("previous", serial: 1)
+        // The supervisor syncs when the interval has passed and replaces the child at once.
+        #expect(app.wait(upTo: 20) { app.heartbeat["slot"] == "previous" && app.heartbeat["state"] == "running" })
+        #expect(try fleet.remote()["accepted_serial"] as? Int == 1)
+        #expect(try t.status()["source"] as? String == "remote")
+    }
+
     @Test func launcherStartsOneBackgroundSyncPerIntervalAndNeverWaitsForIt() throws {
         let fleet = try Fleet()
         let t = fleet.t
