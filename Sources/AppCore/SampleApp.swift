@@ -31,7 +31,9 @@ public struct SampleApp {
             // Crashes before the app marks itself healthy, to demonstrate automatic rollback.
             crash(arguments.dropFirst().first ?? "fatal")
         case "hang":
-            // Never marks itself good: for an outside SIGKILL.
+            // Never marks itself good: for an outside SIGKILL. `--ignore-sigterm` makes it
+            // outlast a polite stop, so the supervisor has to escalate to SIGKILL.
+            if arguments.dropFirst().first == "--ignore-sigterm" { signal(SIGTERM, SIG_IGN) }
             while true { sleep(60) }
         case "args":
             for argument in arguments.dropFirst() { print(argument) }

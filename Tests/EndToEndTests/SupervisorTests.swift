@@ -106,11 +106,25 @@ func isAlive(_ pid: Int32) -> Bool {
         #expect(!FileManager.default.fileExists(atPath: t.state + "/supervisor"))
     }
 
-    @Test func sigtermWithAChildThatIgnoresItEscalatesAfterTheGracePeriod() throws {
+    @Test func sigtermToAChildThatIgnoresItEscalatesToSIGKILLAfterTheGracePeriod() throws {
         let t = try TestBundle()
         try t.setManifestSetting("supervise.grace_ms", "300")
+        let app = try SupervisedLauncher(t, ["hang", "--ignore-sigterm"])
+        #expect(app.wait(upTo: 30) { app.record?.childSlot != nil })
+        let child = try #require(app.record?.childPID)
+        usleep(100_000)  // let the child install its SIG_IGN
+        let stopped = Date()
+        kill(app.pid, SIGTERM)
+        app.waitForExit()
+        #expect(Date().timeIntervalSince(stopped) >= 0.3, "the child got its grace period")
+        #expect(app.process.exitCode == 128 + SIGKILL, "the supervisor exits with the child's status: killed by SIGKILL")
+        #expect(!isAlive(child))
+    }
+
+    @Test func forwardedSignalsReachTheChildAndAChildKilledByOneIsRestarted() throws {
+        let t = try TestBundle()
         try t.setManifestSetting("trial.tries", "100")
-        let app = try SupervisedLauncher(t, ["hang"])  // hang sleeps and ignores nothing, but never marks good
+        let app = try SupervisedLauncher(t, ["hang"])  // never marks itself good
         #expect(app.wait(upTo: 30) { app.record?.childSlot != nil })
         let child = try #require(app.record?.childPID)
         kill(app.pid, SIGUSR1)  // forwarded: the default action of SIGUSR1 kills the child
