@@ -24,6 +24,10 @@ public struct AppVersionsError: Error, CustomStringConvertible {
         case storeFailed
         /// A migration step with the ``MigrationStep/ErrorPolicy/stop`` policy threw.
         case stepFailed
+        /// A downgrade would strand data: a step to undo has neither a revert nor a snapshot.
+        case downgradeRefused
+        /// A step's revert threw during a downgrade, or a snapshot could not be taken or restored.
+        case downgradeFailed
     }
 
     /// What went wrong.

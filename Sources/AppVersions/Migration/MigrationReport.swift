@@ -17,4 +17,7 @@ public struct MigrationReport: Sendable, Equatable {
     /// Steps a previous run left unfinished because the process died; each runs again
     /// in its turn with ``MigrationContext/isRetryAfterInterruption`` set.
     public var interrupted: [InterruptedStep]
+    /// Reverts and restores a previous ``Migrator/downgrade(to:force:scope:)`` left
+    /// unfinished because the process died, finished by this run before anything else.
+    public var recoveredUndos: [DowngradeAction] = []
 }

@@ -34,20 +34,34 @@ public struct MigrationStep {
     public var errorPolicy: ErrorPolicy
     /// The work. It runs on the thread that called ``Migrator/run(for:scope:)``.
     public var body: (MigrationContext) throws -> Void
+    /// The oldest version that can still read the scope's data after this step; nil
+    /// means the step's own version (the conservative default: no older release can).
+    /// Only meaningful for ``Trigger/version(_:)`` steps.
+    public var readerFloor: Version?
+    /// Undoes the step's change to the data, for ``Migrator/downgrade(to:force:scope:)``.
+    /// It must be repeatable, like a step: a revert interrupted by a crash runs again.
+    public var revert: ((MigrationContext) throws -> Void)?
 
     /// Creates a step.
     ///
     /// - Parameters:
     ///   - name: A unique, stable name; renaming a step makes it run again.
     ///   - trigger: When the step runs.
+    ///   - readerFloor: The oldest version that can read the data after the step; nil
+    ///     (the default) means the step's own version.
+    ///   - revert: Undoes the step for a downgrade; must be safe to repeat.
     ///   - errorPolicy: What happens when `body` throws; ``ErrorPolicy/stop`` by default.
     ///   - body: The work.
     public init(
         _ name: String,
         trigger: Trigger,
+        readerFloor: Version? = nil,
+        revert: ((MigrationContext) throws -> Void)? = nil,
         onError errorPolicy: ErrorPolicy = .stop,
         _ body: @escaping (MigrationContext) throws -> Void
     ) {
+        self.readerFloor = readerFloor
+        self.revert = revert
         self.name = name
         self.trigger = trigger
         self.errorPolicy = errorPolicy

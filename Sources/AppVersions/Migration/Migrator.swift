@@ -46,9 +46,21 @@ public struct Migrator {
     /// step up to the running version, the YCIVersion behaviour.
     public var baseline: ((Scope) throws -> Version?)?
 
-    private var steps: [MigrationStep] = []
+    /// The directory holding the app's data for ``Scope/app``, or nil (the default) for
+    /// no snapshots. When set, each version step is preceded by a full copy of this
+    /// directory into ``snapshotDirectory``, so ``downgrade(to:force:scope:)`` can restore it
+    /// for a step that has no ``MigrationStep/revert``. Other scopes use
+    /// ``dataDirectoryForScope`` if set.
+    public var dataDirectory: String?
+    /// The data directory of a scope other than ``Scope/app``; nil for none.
+    public var dataDirectoryForScope: ((Scope) -> String?)?
+    /// Where snapshots and archives go; nil (the default) means `snapshots` inside a
+    /// ``FileLedgerStore``'s directory, or `<dataDirectory>.appversions` beside the data.
+    public var snapshotDirectory: String?
+
+    var steps: [MigrationStep] = []
     private var names: Set<String> = []
-    private let now: @Sendable () -> Date
+    let now: @Sendable () -> Date
 
     /// Creates a migrator with no steps.
     ///
@@ -78,13 +90,18 @@ public struct Migrator {
     /// Registers a step that runs once when the scope's data reaches `version`.
     ///
     /// Traps if `name` is already registered.
+    /// `readerFloor` is the oldest version that can still read the data after the step
+    /// (nil: the step's own version); `revert` undoes it for a downgrade and must be
+    /// safe to repeat.
     public mutating func register(
         _ name: String,
         at version: Version,
+        readerFloor: Version? = nil,
+        revert: ((MigrationContext) throws -> Void)? = nil,
         onError errorPolicy: MigrationStep.ErrorPolicy = .stop,
         _ body: @escaping (MigrationContext) throws -> Void
     ) {
-        register(MigrationStep(name, trigger: .version(version), onError: errorPolicy, body))
+        register(MigrationStep(name, trigger: .version(version), readerFloor: readerFloor, revert: revert, onError: errorPolicy, body))
     }
 
     /// Registers a step that runs once, on the scope's first install, to create its data.
@@ -143,6 +160,7 @@ public struct Migrator {
     @discardableResult
     public func run(for running: RunningVersion, scope: Scope = .app) throws -> MigrationReport {
         try store.exclusively(scope) {
+            let recovered = try recoverInterruptedUndos(scope: scope, running: running)
             let ledger = try store.ledger(for: scope)
             let decision = try decide(running, scope: scope, ledger: ledger)
             var report = MigrationReport(
@@ -155,6 +173,7 @@ public struct Migrator {
                 failed: [],
                 interrupted: ledger.open
             )
+            report.recoveredUndos = recovered
             // Each write carries the end of the previous step and the start of the next,
             // so a step costs one atomic write, and a step's end is durable before the
             // next one begins.
@@ -173,6 +192,12 @@ public struct Migrator {
                     isFirstInstall: decision.isFirstInstall,
                     isRetryAfterInterruption: interruptedNames.contains(step.name)
                 )
+                // A retried step keeps the snapshot taken before its first attempt: a new
+                // one would capture its half-done work.
+                let keepsSnapshot = interruptedNames.contains(step.name) && ledger.snapshots[step.name] != nil
+                if step.version != nil, !keepsSnapshot, let snapshot = try takeSnapshot(before: step.name, scope: scope) {
+                    pending.append(.snapshot(name: step.name, path: snapshot, date: now()))
+                }
                 pending.append(.stepBegan(name: step.name, running: running, date: now()))
                 try store.append(records: pending, to: scope)
                 pending = [try perform(step, context: context, report: &report)]
@@ -242,7 +267,7 @@ public struct Migrator {
             let step = steps[index]
             switch step.trigger {
             case .version(let version):
-                if lowest < version && version <= running.version && ledger.finished[step.name] == nil {
+                if (lowest < version || ledger.undone.contains(step.name)) && version <= running.version && ledger.finished[step.name] == nil {
                     due.append((index, version))
                 }
             case .everyVersionChange:

@@ -24,6 +24,12 @@ struct Ledger {
     var endedSinceMigrated: [String: RunningVersion] = [:]
     /// Failed steps, in the order they failed.
     var failures: [FailedStep] = []
+    /// Steps a downgrade undid and that have not run again since.
+    var undone: Set<String> = []
+    /// The latest snapshot taken before each step, by step name.
+    var snapshots: [String: String] = [:]
+    /// Undos that began and have not ended, oldest first: a downgrade was interrupted.
+    var openUndos: [(name: String, method: UndoMethod, archive: String?)] = []
 
     init() {}
 
@@ -57,6 +63,7 @@ struct Ledger {
             switch outcome {
             case .succeeded:
                 finished[name] = outcome
+                undone.remove(name)
             case .failed(let message):
                 finished[name] = outcome
                 failures.append(FailedStep(name: name, message: message, date: date, isRetried: false))
@@ -78,6 +85,18 @@ struct Ledger {
             open = []
             endedSinceMigrated = [:]
             failures = []
+            undone = []
+            snapshots = [:]
+            openUndos = []
+        case .snapshot(let name, let path, _):
+            snapshots[name] = path
+        case .undoBegan(let name, let method, let archive, _):
+            openUndos.removeAll { $0.name == name }
+            openUndos.append((name, method, archive))
+        case .undone(let name, _, _, _):
+            openUndos.removeAll { $0.name == name }
+            finished[name] = nil
+            undone.insert(name)
         case .unknown:
             break
         }

@@ -55,6 +55,12 @@ enum LedgerLineCodec {
             return join(["migrated", date(when), running.version.description, escape(running.build)])
         case .reset(let when):
             return join(["reset", date(when)])
+        case .snapshot(let name, let path, let when):
+            return join(["snapshot", date(when), escape(name), escape(path)])
+        case .undoBegan(let name, let method, let archive, let when):
+            return join(["undo-began", date(when), escape(name), method.rawValue, optional(archive)])
+        case .undone(let name, let method, let archive, let when):
+            return join(["undone", date(when), escape(name), method.rawValue, optional(archive)])
         case .unknown(let line):
             return line
         }
@@ -153,6 +159,21 @@ enum LedgerLineCodec {
             return .migrated(try reader.running(), date: when)
         case "reset":
             return .reset(date: try reader.date())
+        case "snapshot":
+            let when = try reader.date()
+            let name = try reader.string("step name")
+            return .snapshot(name: name, path: try reader.string("snapshot path"), date: when)
+        case "undo-began", "undone":
+            let when = try reader.date()
+            let name = try reader.string("step name")
+            let word = try reader.string("undo method")
+            guard let method = UndoMethod(rawValue: word) else {
+                throw Problem(message: "unknown undo method \"\(word)\"")
+            }
+            let archive = try reader.optionalString("archive path")
+            return String(decoding: kind, as: UTF8.self) == "undone"
+                ? .undone(name: name, method: method, archive: archive, date: when)
+                : .undoBegan(name: name, method: method, archive: archive, date: when)
         default:
             guard let first = kind.first, first >= 97 && first <= 122 else {
                 throw Problem(message: "it does not start with an entry kind")

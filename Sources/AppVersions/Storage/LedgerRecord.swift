@@ -20,6 +20,13 @@ indirect enum LedgerRecord: Sendable, Equatable {
     case migrated(RunningVersion, date: Date)
     /// The migration record was cleared (``Migrator/reset(scope:)``).
     case reset(date: Date)
+    /// A snapshot of the data directory was taken before the step `name`.
+    case snapshot(name: String, path: String, date: Date)
+    /// A downgrade began undoing the step `name` by `method`; without a matching
+    /// ``undone`` entry it was interrupted. `archive` is where the data set is moved.
+    case undoBegan(name: String, method: UndoMethod, archive: String?, date: Date)
+    /// A downgrade undid the step `name`: it is no longer applied and runs again on upgrade.
+    case undone(name: String, method: UndoMethod, archive: String?, date: Date)
     /// A line written by a newer AppVersions; kept as it is and otherwise ignored.
     case unknown(String)
 }

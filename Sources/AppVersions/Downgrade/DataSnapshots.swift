@@ -1,0 +1,132 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+
+/// Copies, moves and restores data directories for downgrades.
+///
+/// Snapshots are full recursive copies of regular files (and directories). Hard links
+/// would be cheaper, but only for files that steps replace (write and rename) rather
+/// than modify in place, which AppVersions cannot know; so this version copies.
+enum DataSnapshots {
+    static func failure(_ what: String, _ path: String, _ error: any Error) -> AppVersionsError {
+        AppVersionsError(
+            .downgradeFailed,
+            "Could not \(what) at \(path): \(error); check the disk and permissions, then start again.",
+            path: path, underlying: error
+        )
+    }
+
+    static func exists(_ path: String) -> Bool {
+        var info = stat()
+        return lstat(path, &info) == 0
+    }
+
+    /// A name safe to use as one path component.
+    static func component(_ text: String) -> String {
+        String(text.unicodeScalars.map { scalar -> Character in
+            let isSafe = (scalar >= "a" && scalar <= "z") || (scalar >= "A" && scalar <= "Z")
+                || (scalar >= "0" && scalar <= "9") || scalar == "-" || scalar == "." || scalar == "_"
+            return isSafe ? Character(scalar) : "_"
+        })
+    }
+
+    /// Copies the tree at `source` to `destination` (which must not exist), skipping
+    /// `excluded` and symbolic links' targets (links are copied as links).
+    static func copyTree(_ source: String, to destination: String, excluding excluded: String?) throws {
+        let manager = FileManager.default
+        try manager.createDirectory(atPath: destination, withIntermediateDirectories: true)
+        for name in try manager.contentsOfDirectory(atPath: source) {
+            let from = source + "/" + name
+            if let excluded, normalized(from) == normalized(excluded) { continue }
+            let to = destination + "/" + name
+            var info = stat()
+            guard lstat(from, &info) == 0 else { continue }
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR:
+                try copyTree(from, to: to, excluding: excluded)
+            case S_IFREG, S_IFLNK:
+                try manager.copyItem(atPath: from, toPath: to)
+            default:
+                continue
+            }
+        }
+    }
+
+    static func normalized(_ path: String) -> String {
+        var result = path
+        while result.count > 1 && result.hasSuffix("/") { result.removeLast() }
+        return result
+    }
+
+    /// Removes `path` and everything under it, if it exists.
+    static func removeTree(_ path: String) throws {
+        if exists(path) { try FileManager.default.removeItem(atPath: path) }
+    }
+
+    /// Renames `from` to `to` atomically (same file system), creating `to`'s parent.
+    static func move(_ from: String, to: String) throws {
+        try FileIO.makeDirectories(FileIO.parentDirectory(of: to))
+        if rename(from, to) != 0 {
+            let code = errno
+            throw AppVersionsError(
+                .downgradeFailed,
+                "Could not move \(from) to \(to): \(AppVersionsError.describe(errno: code)); keep the snapshot area on the same file system as the data directory.",
+                path: from, errno: code
+            )
+        }
+        try FileIO.fsyncDirectory(FileIO.parentDirectory(of: to))
+    }
+
+    /// Takes a snapshot of `data` at `path`: copies into `path.partial`, then renames,
+    /// so a snapshot that exists is whole.
+    static func snapshot(_ data: String, at path: String, excluding excluded: String?) throws {
+        let partial = path + ".partial"
+        do {
+            try removeTree(partial)
+            if exists(data) {
+                try copyTree(data, to: partial, excluding: excluded)
+            } else {
+                try FileIO.makeDirectories(partial)
+            }
+        } catch {
+            throw failure("take a snapshot of \(data)", partial, error)
+        }
+        try move(partial, to: path)
+    }
+
+    /// Replaces `data` with a copy of `snapshot`, moving the current data set to
+    /// `archive`. Repeatable: run again after a crash, it finishes the same restore.
+    ///
+    /// At every moment `data` is the old data set, absent, or the whole restored one.
+    static func restore(_ data: String, from snapshot: String, archive: String) throws {
+        if exists(data) {
+            if exists(archive) { return }  // Already restored; only the record was missing.
+            try move(data, to: archive)
+        }
+        let staging = data + ".appversions-restoring"
+        do {
+            try removeTree(staging)
+            try copyTree(snapshot, to: staging, excluding: nil)
+        } catch {
+            throw failure("copy the snapshot \(snapshot)", staging, error)
+        }
+        try move(staging, to: data)
+    }
+
+    /// Moves `data` to `archive` and leaves an empty directory in its place. Repeatable.
+    static func archive(_ data: String, to archive: String) throws {
+        if exists(data) && !exists(archive) {
+            try move(data, to: archive)
+        }
+        do {
+            try FileIO.makeDirectories(data)
+        } catch {
+            throw failure("recreate the data directory", data, error)
+        }
+    }
+}
