@@ -7,6 +7,11 @@
 //       Prints "began NAME" per step and a final "ran=... interrupted=... retried=..." line.
 //   appversions-fixture churn DIR [--marker PATH]
 //       Records alternating versions forever; touches PATH after the first write.
+//   appversions-fixture notes LEDGER DATA run|downgrade VERSION [--marker PATH] [--pause MICROSECONDS]
+//       A data directory of files that steps rewrite one by one: "v2" at 2.0.0 (no revert,
+//       so a downgrade restores its snapshot), "v3" at 3.0.0 (with a revert that pauses
+//       between files). Touches PATH just before running or downgrading; prints one
+//       "recovered=... undone=..." line.
 //   appversions-fixture duplicate
 //       Registers the step "twice" two times, which must trap.
 #if canImport(Glibc)
@@ -33,6 +38,31 @@ func say(_ line: String) {
 func complain(_ text: String) {
     var line = text + "\n"
     line.withUTF8 { _ = write(2, $0.baseAddress, $0.count) }
+}
+
+struct FixtureFailure: Error, CustomStringConvertible {
+    let description: String
+}
+
+/// Rewrites every file in `directory` to `text`, each with a write and a rename.
+func rewriteNotes(in directory: String, to text: String, pause: UInt32) throws {
+    guard let stream = opendir(directory) else { throw FixtureFailure(description: "cannot open \(directory)") }
+    var names: [String] = []
+    while let entry = readdir(stream) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        if name.hasPrefix("note-") { names.append(name) }
+    }
+    closedir(stream)
+    for name in names.sorted() {
+        let temporary = directory + "/.tmp-" + name
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+        guard descriptor >= 0 else { throw FixtureFailure(description: "cannot write \(temporary)") }
+        var bytes = text
+        bytes.withUTF8 { _ = write(descriptor, $0.baseAddress, $0.count) }
+        close(descriptor)
+        guard rename(temporary, directory + "/" + name) == 0 else { throw FixtureFailure(description: "cannot rename \(temporary)") }
+        if pause > 0 { usleep(pause) }
+    }
 }
 
 let arguments = Array(CommandLine.arguments.dropFirst())
@@ -65,6 +95,27 @@ do {
             minor += 1
             try tracker.record(RunningVersion(version: Version(1, minor, 0), build: "churn"), slot: "current")
             if minor == 1 { touch(marker) }
+        }
+    case "notes" where arguments.count >= 5:
+        let data = arguments[2]
+        let pause = option("--pause", in: arguments).flatMap(UInt32.init) ?? 0
+        var migrator = Migrator(store: FileLedgerStore(directory: arguments[1]))
+        migrator.baseline = { _ in "1.0.0" }
+        migrator.dataDirectory = data
+        migrator.register("v2", at: "2.0.0") { _ in try rewriteNotes(in: data, to: "v2", pause: 0) }
+        migrator.register("v3", at: "3.0.0", readerFloor: "3.0.0", revert: { _ in try rewriteNotes(in: data, to: "v2", pause: pause) }) { _ in
+            try rewriteNotes(in: data, to: "v3", pause: 0)
+        }
+        let version = try Version(tolerant: arguments[4])
+        let marker = option("--marker", in: arguments)
+        if arguments[3] == "downgrade" {
+            touch(marker)
+            let report = try migrator.downgrade(to: version)
+            say("recovered=\(report.recovered.map { "\($0.name):\($0.method)" }.joined(separator: ",")) undone=\(report.actions.map(\.name).joined(separator: ","))")
+        } else {
+            touch(marker)
+            let report = try migrator.run(for: RunningVersion(version: version, build: "fixture"))
+            say("recovered=\(report.recoveredUndos.map { "\($0.name):\($0.method)" }.joined(separator: ",")) ran=\(report.ran.joined(separator: ","))")
         }
     case "duplicate":
         var migrator = Migrator(store: InMemoryLedgerStore())
