@@ -123,10 +123,25 @@ extension Migrator {
         var done: [DowngradeAction] = []
         // Restores first: the steps they cover are recorded once the data is restored.
         for undo in ledger.openUndos where undo.method != .revert {
-            guard let archive = undo.archive, let data = dataDirectory(for: scope) else { continue }
-            if undo.method == .restore, let snapshot = ledger.snapshots[undo.name] {
+            // A restore's covered steps carry no archive: the restore of the older step does the work.
+            guard let archive = undo.archive else { continue }
+            guard let data = dataDirectory(for: scope) else {
+                throw AppVersionsError(
+                    .downgradeFailed,
+                    "An interrupted downgrade was undoing step \"\(undo.name)\" in scope \"\(scope.name)\" by \(undo.method), but no data directory is set; set the migrator's data directory to finish it.",
+                    subject: undo.name
+                )
+            }
+            if undo.method == .restore {
+                guard let snapshot = ledger.snapshots[undo.name], DataSnapshots.exists(snapshot) else {
+                    throw AppVersionsError(
+                        .downgradeFailed,
+                        "An interrupted downgrade was restoring the snapshot taken before step \"\(undo.name)\", but the snapshot is gone; restore \(data) by hand from \(archive) or a backup.",
+                        path: archive, subject: undo.name
+                    )
+                }
                 try restore(from: snapshot, archive: archive, scope: scope)
-            } else if undo.method == .archive {
+            } else {
                 try DataSnapshots.archive(data, to: archive)
             }
         }
@@ -217,7 +232,12 @@ extension Migrator {
     /// Snapshots the scope's data directory before `step`, if it has one; returns the path.
     func takeSnapshot(before step: String, scope: Scope) throws -> String? {
         guard let data = dataDirectory(for: scope), let area = snapshotArea else { return nil }
-        let path = area + "/" + DataSnapshots.component(scope.name) + "/" + stamp() + "-before-" + DataSnapshots.component(step)
+        let folder = area + "/" + DataSnapshots.component(scope.name)
+        // A snapshot the process died while copying is never recorded; drop its remains.
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where name.hasSuffix(".partial") {
+            try? DataSnapshots.removeTree(folder + "/" + name)
+        }
+        let path = folder + "/" + stamp() + "-before-" + DataSnapshots.component(step)
         try DataSnapshots.snapshot(data, at: path, excluding: ledgerDirectory)
         return path
     }

@@ -16,7 +16,8 @@ import Foundation
 ///
 /// Guarantees (per scope):
 /// - A version step runs at most once: after it succeeds its name is recorded and it
-///   never runs again, even across downgrades and upgrades.
+///   never runs again, even across downgrades and upgrades, unless
+///   ``downgrade(to:force:scope:)`` undoes it; then the next upgrade runs it again.
 /// - Version steps run in version order, then in registration order within a version,
 ///   whatever order they were registered in. Versions skipped by an update are caught up.
 /// - A step for a version above the running one never runs.
