@@ -91,4 +91,23 @@ final class DowngradeCrashTests {
         print("revert kills: \(outcomes), finished by the next run: \(recoveries)")
         #expect(recoveries > 0, "no kill landed inside a revert; the timing needs tuning")
     }
+
+    @Test func aSnapshotOrStepKilledAtRandomMomentsStillRestoresTheDataAsItWasBefore() throws {
+        try seed()
+        var generator = SeededGenerator(seed: UInt64(getpid()) &+ 3)
+        for round in 0..<20 {
+            let marker = directory.file("marker-up-\(round)")
+            let child = try Fixture.start(["notes", ledgers, data, "run", "2.0.0", "--marker", marker], outputIn: directory, tag: "up-\(round)")
+            #expect(Fixture.waitFor(marker), "round \(round): the fixture never started")
+            usleep(UInt32.random(in: 0...60_000, using: &generator))
+            kill(child.processIdentifier, SIGKILL)
+            _ = Fixture.finish(child, outputIn: directory, tag: "up-\(round)")
+
+            _ = try notes(["run", "2.0.0"], tag: "retry-\(round)")
+            #expect(contents(of: data) == (["v2"], noteCount), "round \(round)")
+            // The snapshot is of the data before the step's first attempt, never half-migrated.
+            _ = try notes(["downgrade", "1.0.0"], tag: "down-\(round)")
+            #expect(contents(of: data) == (["v1"], noteCount), "round \(round)")
+        }
+    }
 }
