@@ -202,4 +202,45 @@ struct DowngradeTests {
         #expect(read(snapshot + "/sub/file") == "deep")
         #expect(!FileManager.default.fileExists(atPath: snapshot + "/versions"))
     }
+
+    // MARK: The journal
+
+    @Test func undoEntriesRoundTripThroughTheirLines() throws {
+        for line in ["undo-began\t1.5\tx\trestore\t/a/b", "undone\t2.5\tx\trevert\t\\-", "snapshot\t3.5\tx\t/s/1"] {
+            #expect(try LedgerEntry(line: line).line == line)
+        }
+        #expect(throws: AppVersionsError.self) { try LedgerEntry(line: "undone\t2.5\tx\tteleport\t\\-") }
+    }
+
+    @Test func anInterruptedRevertIsRunAgainByTheNextRun() throws {
+        let store = InMemoryLedgerStore()
+        var migrator = Migrator(store: store, now: clock.reader)
+        migrator.baseline = { _ in "1.0.0" }
+        migrator.register("x", at: "2.0.0", revert: { [journal] context in
+            journal.append("revert x retry=\(context.isRetryAfterInterruption)")
+        }) { _ in }
+        try migrator.run(for: running("2.0.0"))
+        // What a downgrade killed inside the revert leaves behind.
+        try store.append([LedgerEntry(line: "undo-began\t700000100.0\tx\trevert\t\\-")], to: .app)
+
+        let report = try migrator.run(for: running("1.0.0"))
+        #expect(report.recoveredUndos.map(\.name) == ["x"])
+        #expect(report.recoveredUndos.allSatisfy { $0.method == .revert && $0.isRecovery && $0.archive == nil })
+        #expect(journal.entries == ["revert x retry=true"])
+        #expect(try migrator.readerFloor() == nil)
+        #expect(try migrator.run(for: running("2.0.0")).ran == ["x"])
+    }
+
+    @Test func anInterruptedRestoreIsNotMarkedDoneWithoutItsDataDirectory() throws {
+        let store = InMemoryLedgerStore()
+        var migrator = Migrator(store: store, now: clock.reader)
+        migrator.baseline = { _ in "1.0.0" }
+        migrator.register("x", at: "2.0.0") { _ in }
+        try migrator.run(for: running("2.0.0"))
+        try store.append([LedgerEntry(line: "undo-began\t700000100.0\tx\trestore\t/nowhere/archive")], to: .app)
+        #expect {
+            try migrator.downgradePlan(to: "1.0.0")
+        } throws: { ($0 as? AppVersionsError)?.code == .downgradeFailed }
+        #expect(try migrator.readerFloor() == "2.0.0")
+    }
 }
