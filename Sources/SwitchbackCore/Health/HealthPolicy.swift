@@ -1,5 +1,5 @@
 /// What the health verdicts change about a start: the pure part of automatic rollback.
-public struct HealthChoice: Sendable, Equatable {
+public struct HealthChoice: Sendable {
     /// The decision to act on (the input one, or the other slot).
     public var decision: SlotDecision
     /// A build whose tries ran out now: mark it bad.
@@ -8,11 +8,6 @@ public struct HealthChoice: Sendable, Equatable {
     public var switchFlag: (slot: BuildSlot, reason: String)?
     /// A line for stderr.
     public var message: String?
-
-    public static func == (lhs: HealthChoice, rhs: HealthChoice) -> Bool {
-        lhs.decision == rhs.decision && lhs.markBad == rhs.markBad && lhs.message == rhs.message
-            && lhs.switchFlag?.slot == rhs.switchFlag?.slot && lhs.switchFlag?.reason == rhs.switchFlag?.reason
-    }
 }
 
 /// Automatic rollback, as a pure function of the decision, both verdicts and the versions.
