@@ -12,7 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SWITCHBACK_CONTRACT_VERSION 1
+// Contract 1: switchback_main, the stamp, version and build.
+// Contract 2: adds the optional downgrade entry point, switchback_downgrade.
+#define SWITCHBACK_CONTRACT_VERSION 2
 
 #define SWITCHBACK_STRINGIFY_(x) #x
 #define SWITCHBACK_STRINGIFY(x) SWITCHBACK_STRINGIFY_(x)
@@ -61,6 +63,34 @@ typedef struct SwitchbackContext {
 /// Its return value is the process's exit code.
 typedef int32_t (*SwitchbackEntryPoint)(int32_t argc, char **argv, char **envp,
                                          const SwitchbackContext *context);
+
+/// Name of the optional downgrade entry point (SwitchbackDowngradeFunction), since contract 2.
+/// The launcher calls it in a process of its own, with the current slot loaded and nothing
+/// else, before the previous slot runs on data the current one migrated. A build that does
+/// not export it declares that the previous build can read everything it writes.
+#define SWITCHBACK_DOWNGRADE_SYMBOL "switchback_downgrade"
+
+/// Flags for the downgrade entry point.
+/// Proceed past a migration that can be neither reverted nor restored by archiving the data.
+#define SWITCHBACK_DOWNGRADE_FORCE 1u
+
+/// Results of the downgrade entry point.
+/// The data can now be read by the target version (or already could).
+#define SWITCHBACK_DOWNGRADE_DONE 0
+/// The downgrade failed part-way; what was undone stays undone (a journal finishes the rest).
+#define SWITCHBACK_DOWNGRADE_FAILED 1
+/// Nothing was changed: a step can be neither reverted nor restored, and FORCE was not given.
+#define SWITCHBACK_DOWNGRADE_REFUSED 3
+
+/// Makes the app's data readable by `target_version` (the previous slot's version).
+///
+/// Writes its report to `report_fd`, one line per fact, `key=value` (fields split by tabs):
+///   undone=<revert|restore|archive>\t<step name>\t<archive path, or empty>   per undone step
+///   reader_floor=<version, or empty for none>                               after it ran
+///   message=<one sentence>                                                  why it refused or failed
+/// and returns a SWITCHBACK_DOWNGRADE_* result.
+typedef int32_t (*SwitchbackDowngradeFunction)(const char *target_version, uint32_t flags, int32_t report_fd,
+                                                const SwitchbackContext *context);
 
 /// Returns a static C string: the ABI stamp of the library that exports it.
 typedef const char *(*SwitchbackStampFunction)(void);

@@ -15,6 +15,7 @@ public enum Launcher {
 
     /// Runs the app and exits with its exit code.
     public static func run() -> Never {
+        if let mode = environmentValue(DataDowngrade.modeVariable) { runDowngrade(mode: mode) }
         guard let bundleRoot = bundleRoot() else {
             fail("cannot find its own executable through /proc/self/exe; run it from a bundle built by scripts/bundle.")
         }
@@ -44,7 +45,13 @@ public enum Launcher {
         let health = HealthStore(directory: directory)
         var healthRecord = HealthRecord()
         if trusted && !decision.isForced {
-            healthRecord = applyHealth(to: &decision, store: health, manifest: manifest, directory: directory)
+            healthRecord = applyHealth(to: &decision, store: health, manifest: manifest, directory: directory, bundleRoot: bundleRoot)
+        }
+        if trusted && decision.slot == .previous,
+           let problem = ensureDataReadableByPrevious(bundleRoot: bundleRoot, manifest: manifest, directory: directory) {
+            if decision.isForced { fail("\(problem) SWITCHBACK_SLOT forces the previous slot, so the launcher stops here.") }
+            printError("launcher: \(problem) Running the current slot (\(manifest.current.version)) instead.")
+            decision = SlotDecision(slot: .current, reason: decision.reason)
         }
         let verifier = SlotVerifier(bundleRoot: bundleRoot, manifest: manifest,
                                     cache: trusted ? VerifiedCache(path: directory.verifiedCachePath) : nil)
@@ -129,7 +136,11 @@ public enum Launcher {
 
     /// Automatic rollback: a build out of tries is marked bad, a bad build gives way to the
     /// other slot (and the flag follows, source `auto`). Returns the verdicts it read.
-    static func applyHealth(to decision: inout SlotDecision, store: HealthStore, manifest: Manifest, directory: StateDirectory) -> HealthRecord {
+    /// A switch to the previous slot converts the data back first (`DataDowngrade`); when it
+    /// cannot, the current build keeps running, bad or not, because the previous one would
+    /// misread the data.
+    static func applyHealth(to decision: inout SlotDecision, store: HealthStore, manifest: Manifest, directory: StateDirectory,
+                            bundleRoot: String) -> HealthRecord {
         let (record, problem) = store.load()
         if let problem { printError("launcher: \(problem.message) Every build is on trial again.") }
         let tries = manifest.trialTries
@@ -147,6 +158,14 @@ public enum Launcher {
             }
         }
         if let (slot, reason) = choice.switchFlag {
+            if slot == .previous {
+                let downgrade = DataDowngrade(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
+                let outcome = downgrade.run(force: false, source: .auto, reason: reason)
+                guard outcome.allowsSwitch else {
+                    printError("launcher: \(capitalizedFirst(reason)), but it stays: \(downgrade.refusal(outcome, command: "rollbackctl rollback"))")
+                    return choice.markBad == nil ? record : store.load().record
+                }
+            }
             _ = try? StateStore(directory: directory).setRollback(slot == .previous, source: .auto, reason: reason)
         }
         if let message = choice.message { printError("launcher: \(message)") }
@@ -177,21 +196,31 @@ public enum Launcher {
     }
 
     static func call(_ slot: LoadedSlot, manifest: Manifest, directory: StateDirectory, session: StartSession?) -> Int32 {
+        let context = makeContext(slot: slot.slot, manifest: manifest, directory: directory, session: session)
+        return slot.entryPoint(CommandLine.argc, CommandLine.unsafeArgv, environ, context)
+    }
+
+    /// The context handed to the app; lives until the process exits.
+    static func makeContext(slot: BuildSlot, manifest: Manifest, directory: StateDirectory, session: StartSession?) -> UnsafePointer<SwitchbackContext> {
         let context = UnsafeMutablePointer<SwitchbackContext>.allocate(capacity: 1)
         context.initialize(to: SwitchbackContext(
             contract_version: UInt32(SWITCHBACK_CONTRACT_VERSION),
             size: UInt32(MemoryLayout<SwitchbackContext>.size),
-            slot: slot.slot == .current ? Int32(SWITCHBACK_SLOT_CURRENT.rawValue) : Int32(SWITCHBACK_SLOT_PREVIOUS.rawValue),
+            slot: slot == .current ? Int32(SWITCHBACK_SLOT_CURRENT.rawValue) : Int32(SWITCHBACK_SLOT_PREVIOUS.rawValue),
             reserved: 0,
-            slot_version: strdup(manifest[slot.slot].version),
-            other_slot_version: strdup(manifest[slot.slot.other].version),
+            slot_version: strdup(manifest[slot].version),
+            other_slot_version: strdup(manifest[slot.other].version),
             state_directory: strdup(directory.path),
             mark_good: { context in
                 guard let data = context?.pointee.launcher_data else { return 0 }
                 return Unmanaged<StartSession>.fromOpaque(data).takeUnretainedValue().markGood(note: "marked good by the app")
             },
             launcher_data: session.map { Unmanaged.passRetained($0).toOpaque() }))
-        return slot.entryPoint(CommandLine.argc, CommandLine.unsafeArgv, environ, context)
+        return UnsafePointer(context)
+    }
+
+    static func capitalizedFirst(_ text: String) -> String {
+        text.prefix(1).uppercased() + text.dropFirst()
     }
 
     // MARK: - Failing

@@ -7,6 +7,13 @@ public struct HistoryEvent: Sendable, Equatable {
         /// The launcher could not run the chosen slot and ran the other one instead; the
         /// persisted flag is unchanged.
         case fallback
+        /// Before a switch to the previous slot, a migration step's revert ran.
+        case revert
+        /// Before a switch to the previous slot, the snapshot taken before a migration step
+        /// replaced the data; the newer data was archived (the reason names where).
+        case restore
+        /// A forced switch archived data that nothing could undo (the reason names where).
+        case archive
     }
 
     /// Seconds since the epoch.

@@ -247,6 +247,15 @@ public final class Supervisor {
         let other = record.health(of: slot.other, build: manifest[slot.other].sha256, tries: manifest.trialTries)
         let description = "the \(slot.rawValue) build (\(manifest[slot].version)) \(why)"
         if !other.isBad {
+            if slot.other == .previous, let bundleRoot = Launcher.bundleRoot() {
+                // The child is gone: nothing writes the data while it is converted back.
+                let downgrade = DataDowngrade(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
+                let outcome = downgrade.run(force: false, source: .auto, reason: description)
+                guard outcome.allowsSwitch else {
+                    Launcher.printError("launcher: supervisor: \(description), but it stays: \(downgrade.refusal(outcome, command: "rollbackctl rollback"))")
+                    return
+                }
+            }
             _ = try? StateStore(directory: directory).setRollback(slot.other == .previous, source: .auto, reason: description)
             Launcher.printError("launcher: supervisor: \(description); starting the \(slot.other.rawValue) slot (\(manifest[slot.other].version)) instead.")
         } else {

@@ -1,0 +1,244 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SwitchbackContract
+import SwitchbackSystem
+
+/// Makes the app's data readable by the previous slot before a switch to it, by running
+/// the current build's downgrade entry point (`switchback_downgrade`) in a process of its
+/// own: `bin/launcher` started with `SWITCHBACK_DOWNGRADE` set, which loads the current slot
+/// and nothing else. Only the newer code knows how to undo its own migrations, and two
+/// builds never share a process.
+///
+/// Every switch to the previous slot goes through here first: `rollbackctl rollback` and
+/// `mark-bad`, an applied remote directive, the launcher's automatic rollback and the
+/// supervisor's. Each step the app undid becomes a history event (`revert`, `restore`,
+/// `archive`) with the switch's source.
+public struct DataDowngrade: Sendable {
+    /// Set in the child's environment to `run` or `force`: the launcher then downgrades
+    /// instead of running the app (see `Launcher.runDowngrade`).
+    public static let modeVariable = "SWITCHBACK_DOWNGRADE"
+    /// The child's exit code when the launcher itself could not load the current slot.
+    static let unavailableExitCode: Int32 = Launcher.failureExitCode
+
+    /// How one migration step was undone.
+    public struct UndoneStep: Sendable, Equatable {
+        /// `revert`, `restore` or `archive`.
+        public var method: HistoryEvent.Kind
+        /// The migration step's name.
+        public var step: String
+        /// Where the replaced data set now lives (restore, archive).
+        public var archive: String?
+    }
+
+    /// What a downgrade came to.
+    public enum Status: Sendable, Equatable {
+        /// The previous slot can read the data now (or already could).
+        case done
+        /// Nothing changed: a step can be neither reverted nor restored (use `force`).
+        case refused
+        /// A revert or restore failed part-way; the switch must not happen.
+        case failed
+        /// The current slot could not be loaded to run its downgrade.
+        case unavailable
+    }
+
+    public struct Outcome: Sendable, Equatable {
+        public var status: Status
+        public var undone: [UndoneStep] = []
+        /// The data's reader floor after the downgrade, as the app reported it ("" for none).
+        public var readerFloor: String?
+        /// The app's or the launcher's sentence, when it refused or failed (or a note).
+        public var message: String?
+
+        /// Whether the switch to the previous slot may go ahead.
+        public var allowsSwitch: Bool { status == .done }
+    }
+
+    public let bundleRoot: String
+    public let manifest: Manifest
+    public let directory: StateDirectory
+
+    public init(bundleRoot: String, manifest: Manifest, directory: StateDirectory) {
+        self.bundleRoot = bundleRoot
+        self.manifest = manifest
+        self.directory = directory
+    }
+
+    var launcherPath: String { bundleRoot + "/bin/launcher" }
+
+    /// Runs the current build's downgrade to the previous slot's version, waits for it,
+    /// and records what it undid in the history (with `source` and `reason`).
+    public func run(force: Bool, source: ChoiceSource, reason: String?) -> Outcome {
+        var outcome = spawnChild(force: force)
+        if outcome.status == .done || outcome.status == .failed {
+            record(outcome.undone, source: source, reason: reason)
+        }
+        if outcome.status != .done, outcome.message == nil {
+            outcome.message = "the current build's downgrade ended without saying why."
+        }
+        return outcome
+    }
+
+    /// One sentence for a switch that may not go ahead: what was found, and what to do.
+    public func refusal(_ outcome: Outcome, command: String) -> String {
+        let previous = manifest.previous.version, current = manifest.current.version
+        let what = outcome.message.map { $0.hasSuffix(".") ? $0 : $0 + "." } ?? ""
+        switch outcome.status {
+        case .done:
+            return ""
+        case .refused:
+            return "The previous build (\(previous)) cannot read the data the current build (\(current)) left, and it cannot be converted back: \(what) Run '\(command) --force' to archive the data and roll back with it empty, or stay on \(current)."
+        case .failed:
+            return "Converting the data back for the previous build (\(previous)) failed: \(what) Nothing was switched; fix the cause and run '\(command)' again (it resumes where it stopped)."
+        case .unavailable:
+            return "The current build (\(current)) could not be loaded to convert its data back for \(previous): \(what) Run '\(command) --force' to switch without converting the data."
+        }
+    }
+
+    // MARK: - The child
+
+    func spawnChild(force: Bool) -> Outcome {
+        guard access(launcherPath, X_OK) == 0 else {
+            return Outcome(status: .unavailable, message: "\(launcherPath) is missing; rebuild the bundle with scripts/bundle")
+        }
+        var pipeEnds: [Int32] = [-1, -1]
+        guard pipe(&pipeEnds) == 0 else {
+            return Outcome(status: .unavailable, message: "cannot create a pipe: \(errorString(errno))")
+        }
+        // Neither end leaks into the child beyond its stdout (dup2 clears the flag there).
+        for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
+
+        // A supervisor blocks the signals it reads through a signalfd: unblock them in the child.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var empty = sigset_t()
+        sigemptyset(&empty)
+        posix_spawnattr_setsigmask(&attributes, &empty)
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        for signal in [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE] { sigaddset(&defaults, signal) }
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+        let environment = childEnvironment(force: force)
+        let arguments = [launcherPath]
+        var pid: pid_t = 0
+        let spawned = withCStrings(arguments) { argv in
+            withCStrings(environment) { envp in
+                posix_spawn(&pid, launcherPath, &actions, &attributes, argv, envp)
+            }
+        }
+        close(pipeEnds[1])
+        guard spawned == 0 else {
+            close(pipeEnds[0])
+            return Outcome(status: .unavailable, message: "cannot start \(launcherPath): \(errorString(spawned))")
+        }
+        let report = readAll(pipeEnds[0])
+        close(pipeEnds[0])
+        var status: Int32 = 0
+        _ = retryingInterrupts { waitpid(pid, &status, 0) }
+        var outcome = Self.parse(report)
+        if switchback_exited(status) == 0 {
+            outcome.status = .failed
+            outcome.message = "the downgrade process was killed by signal \(switchback_term_signal(status)); the next attempt finishes or undoes what it began"
+            return outcome
+        }
+        switch switchback_exit_code(status) {
+        case SWITCHBACK_DOWNGRADE_DONE: outcome.status = .done
+        case SWITCHBACK_DOWNGRADE_REFUSED: outcome.status = .refused
+        case Self.unavailableExitCode: outcome.status = .unavailable
+        default: outcome.status = .failed
+        }
+        return outcome
+    }
+
+    func childEnvironment(force: Bool) -> [String] {
+        let dropped = [Self.modeVariable, "SWITCHBACK_SLOT", "SWITCHBACK_STATE_DIR", Launcher.failureVariable,
+                       Supervisor.parentVariable, Supervisor.reportVariable]
+        var result: [String] = []
+        var index = 0
+        while let entry = environ[index] {
+            index += 1
+            let text = String(cString: entry)
+            let name = text.split(separator: "=", maxSplits: 1).first.map(String.init) ?? text
+            if !dropped.contains(name) { result.append(text) }
+        }
+        result.append("\(Self.modeVariable)=\(force ? "force" : "run")")
+        result.append("SWITCHBACK_STATE_DIR=\(directory.path)")
+        return result
+    }
+
+    /// Parses the child's report (see `SwitchbackDowngradeFunction` in switchback.h).
+    static func parse(_ bytes: [UInt8]) -> Outcome {
+        var outcome = Outcome(status: .failed)
+        for line in bytes.split(separator: UInt8(ascii: "\n")) {
+            let text = String(decoding: line, as: UTF8.self)
+            guard let equals = text.firstIndex(of: "=") else { continue }
+            let key = text[..<equals], value = String(text[text.index(after: equals)...])
+            switch key {
+            case "undone":
+                let fields = value.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
+                guard fields.count >= 2, let kind = HistoryEvent.Kind(rawValue: fields[0]),
+                      kind == .revert || kind == .restore || kind == .archive else { continue }
+                let archive = fields.count >= 3 && !fields[2].isEmpty ? fields[2] : nil
+                outcome.undone.append(UndoneStep(method: kind, step: fields[1], archive: archive))
+            case "reader_floor":
+                outcome.readerFloor = value
+            case "message":
+                outcome.message = value
+            default:
+                continue
+            }
+        }
+        return outcome
+    }
+
+    // MARK: - History
+
+    func record(_ undone: [UndoneStep], source: ChoiceSource, reason: String?) {
+        guard !undone.isEmpty else { return }
+        let previous = manifest.previous.version
+        let now = currentUnixTime()
+        let events = undone.map { step -> HistoryEvent in
+            var what: String
+            switch step.method {
+            case .revert: what = "step \(step.step) reverted so \(previous) can read the data"
+            case .restore: what = "snapshot taken before step \(step.step) restored so \(previous) can read the data"
+            default: what = "data of step \(step.step) archived (forced: it could not be undone)"
+            }
+            if let archive = step.archive { what += "; the newer data is archived at \(archive)" }
+            if let reason { what += " (for: \(reason))" }
+            return HistoryEvent(time: now, kind: step.method, from: .current, to: .previous, source: source, reason: what)
+        }
+        try? FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) in
+            let log = HistoryLog(path: directory.historyPath)
+            for event in events { try log.append(event) }
+        }
+    }
+}
+
+/// Reads a descriptor to its end.
+func readAll(_ fd: Int32) -> [UInt8] {
+    var result: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+        if count > 0 { result += buffer[0..<count]; continue }
+        if count < 0 && errno == EINTR { continue }
+        return result
+    }
+}
+
+/// Calls `body` with a NULL-terminated array of C strings.
+func withCStrings<T>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> T) -> T {
+    let pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) } + [nil]
+    defer { pointers.forEach { free($0) } }
+    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+}

@@ -1,0 +1,90 @@
+/// What the current build last published about its data, in `data-state` in the state
+/// directory: the data's reader floor (the oldest version that can read it) and what a
+/// rollback to the previous slot would have to do. The app writes it at every start after
+/// its migrations, and after every downgrade (see docs/data-safe-rollback.md); `rollbackctl
+/// status` shows it, and the launcher reads it before it runs the previous slot.
+///
+///     published_by=1.2.0
+///     published_at=1795326000
+///     reader_floor=1.2.0
+///     rollback_to=1.1.0
+///     rollback=revert
+///     detail=step notes-v2 is reverted first
+///     end=ok
+public struct DataState: Sendable, Equatable {
+    /// What a rollback to `rollbackTo` would do to the data.
+    public enum Plan: String, Sendable {
+        /// Nothing: that version reads the data as it is.
+        case none
+        /// Revert steps run first.
+        case revert
+        /// A snapshot is restored first (the newer data is archived).
+        case restore
+        /// Refused without `--force` (which archives the data).
+        case refused
+    }
+
+    /// The version that published the file.
+    public var publishedBy: String
+    public var publishedAt: Int64?
+    /// The oldest version that can read the data; nil when no migration step applies.
+    public var readerFloor: String?
+    /// The version the plan is for (the other slot's).
+    public var rollbackTo: String
+    public var plan: Plan
+    /// One sentence about the plan.
+    public var detail: String?
+
+    /// Whether a rollback to `rollbackTo` leaves the data readable without `--force`.
+    public var isRollbackDataSafe: Bool { plan != .refused }
+
+    public static func path(in directory: StateDirectory) -> String { directory.path + "/data-state" }
+
+    /// The published state; nil when there is none, or it is unreadable (a torn file
+    /// counts as none: the launcher then treats the data as readable, as before the app
+    /// published anything).
+    public static func load(in directory: StateDirectory) -> DataState? {
+        guard let bytes = try? FileSystem.read(path(in: directory), limit: 64 << 10),
+              let text = try? KeyValueText.parse(bytes, describing: "data-state"),
+              text["end"] == "ok",
+              let publishedBy = text["published_by"], let rollbackTo = text["rollback_to"],
+              let plan = text["rollback"].flatMap(Plan.init(rawValue:)) else { return nil }
+        let floor = text["reader_floor"] ?? ""
+        return DataState(publishedBy: publishedBy, publishedAt: text["published_at"].flatMap { Int64($0) },
+                         readerFloor: floor.isEmpty ? nil : floor, rollbackTo: rollbackTo, plan: plan,
+                         detail: text["detail"])
+    }
+
+    /// Whether `version` can read the data as published: its reader floor is at or below it.
+    public func isReadable(by version: String) -> Bool {
+        guard let readerFloor else { return true }
+        return DottedVersion.compare(readerFloor, version) <= 0
+    }
+}
+
+/// Compares versions like "1.2.0" and "1.10.0-rc.1" without Foundation: numeric dotted
+/// components (missing ones count as 0), then a release above any of its pre-releases,
+/// pre-releases compared as text.
+public enum DottedVersion {
+    /// Negative, zero or positive as `a` is below, equal to or above `b`.
+    public static func compare(_ a: String, _ b: String) -> Int {
+        let (aCore, aPre) = split(a), (bCore, bPre) = split(b)
+        for index in 0..<max(aCore.count, bCore.count) {
+            let x = index < aCore.count ? aCore[index] : 0, y = index < bCore.count ? bCore[index] : 0
+            if x != y { return x < y ? -1 : 1 }
+        }
+        switch (aPre, bPre) {
+        case (nil, nil): return 0
+        case (nil, _?): return 1
+        case (_?, nil): return -1
+        case (let x?, let y?): return x == y ? 0 : (x < y ? -1 : 1)
+        }
+    }
+
+    static func split(_ text: String) -> ([Int], String?) {
+        let withoutBuild = text.split(separator: "+", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let parts = withoutBuild.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        let core = (parts.first ?? "").split(separator: ".").map { Int($0) ?? 0 }
+        return (core, parts.count > 1 ? String(parts[1]) : nil)
+    }
+}
