@@ -15,6 +15,8 @@ public struct LaunchInfo {
     public var build: String
     /// The state directory the launcher uses; nil when not under the launcher.
     public var stateDirectory: String?
+    /// The other slot's version; nil when not under the launcher.
+    public var otherSlotVersion: String?
     private var context: UnsafePointer<SwitchbackContext>?
 
     /// Where the app keeps its data: `$SAMPLE_DATA_DIR`, else `data/` in the launcher's state
@@ -33,6 +35,7 @@ public struct LaunchInfo {
         guard let context, context.pointee.size >= MemoryLayout<SwitchbackContext>.offset(of: \.mark_good)! else { return }
         slot = context.pointee.slot == Int32(SWITCHBACK_SLOT_PREVIOUS.rawValue) ? "previous" : "current"
         stateDirectory = context.pointee.state_directory.map { String(cString: $0) }
+        otherSlotVersion = context.pointee.other_slot_version.map { String(cString: $0) }
     }
 
     /// Tells the launcher this start is healthy. Harmless when not under the launcher.

@@ -74,7 +74,8 @@ public enum RollbackCtl {
             valued.formUnion(["--decision", "--reason", "--serial", "--expires-in", "--expires-at", "--issued-at",
                               "--rollout-percent", "--app-id", "--out"])
             repeated = ["--key", "--applies-to"]
-        case "rollback", "rollforward": valued.insert("--reason")
+        case "rollback": valued.insert("--reason"); flags = ["--force"]
+        case "rollforward": valued.insert("--reason")
         case "inspect": flags = ["--json"]; positionals = 1
         case "mark-good", "mark-bad": positionals = 1
         default: break
@@ -98,7 +99,8 @@ public enum RollbackCtl {
         switch name {
         case "status": try StatusCommand(workspace: workspace, json: parsed.wantsJSON).run(console)
         case "rollback", "rollforward":
-            try SwitchCommand(workspace: workspace, rollback: name == "rollback", reason: parsed.options["--reason"]).run(console)
+            try SwitchCommand(workspace: workspace, rollback: name == "rollback", reason: parsed.options["--reason"],
+                              force: parsed.flags.contains("--force")).run(console)
         case "history": try HistoryCommand(workspace: workspace, json: parsed.wantsJSON).run(console)
         case "verify": try VerifyCommand(workspace: workspace).run(console)
         case "mark-good", "mark-bad":

@@ -48,6 +48,17 @@ public struct NotesStore {
         guard replaceFile(path, with: ([Self.header] + body).joined(separator: "\n") + "\n") else { return false }
         return unlink(legacyPath) == 0
     }
+
+    /// Converts format 2 back to format 1, for 1.1.0: writes `notes.txt` with every note's
+    /// text (atomically), then removes `notes.v2`. Format 1 has no times; they are lost.
+    /// Safe to repeat after an interruption: `notes.v2` is removed only once `notes.txt`
+    /// holds everything it had.
+    public func revertToFormat1() -> Bool {
+        guard access(path, F_OK) == 0 else { return true }
+        let body = list().map { $0 + "\n" }.joined()
+        guard replaceFile(legacyPath, with: body) else { return false }
+        return unlink(path) == 0
+    }
 }
 
 /// The lines of a file (without newlines); empty when it does not exist.
@@ -75,7 +86,7 @@ func appendLine(_ path: String, _ line: String) -> Bool {
     return text.withUTF8 { write(fd, $0.baseAddress, $0.count) == $0.count } && fsync(fd) == 0
 }
 
-/// Replaces a file atomically and durably: temporary file, fsync, rename.
+/// Replaces a file atomically and durably: temporary file, fsync, rename, fsync of the directory.
 func replaceFile(_ path: String, with contents: String) -> Bool {
     let temporary = path + ".tmp"
     let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
@@ -83,7 +94,11 @@ func replaceFile(_ path: String, with contents: String) -> Bool {
     var text = contents
     let written = text.withUTF8 { write(fd, $0.baseAddress, $0.count) == $0.count } && fsync(fd) == 0
     close(fd)
-    return written && rename(temporary, path) == 0
+    guard written, rename(temporary, path) == 0 else { return false }
+    let parent = path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+    let directory = open(parent.isEmpty ? "/" : parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    if directory >= 0 { fsync(directory); close(directory) }
+    return true
 }
 
 /// `mkdir -p` with mode 0700.

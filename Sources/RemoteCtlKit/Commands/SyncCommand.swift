@@ -78,13 +78,25 @@ struct SyncCommand {
         // same serial still above the accepted one and applies it again, changing nothing.
         var applied: (directive: Directive, outcome: SwitchOutcome)?
         var applyFailure: String?
+        var applyFailureCode = "state_not_writable"
         if let directive = result.outcome.appliedDirective {
             do {
-                let outcome = try workspace.store.setRollback(directive.decision == .runPrevious, source: .remote,
-                                                              reason: "\(directive.reason) (directive serial \(directive.serial))")
+                let reason = "\(directive.reason) (directive serial \(directive.serial))"
+                if directive.decision == .runPrevious {
+                    // The data first: a refusal leaves the serial unaccepted, so the next sync tries again.
+                    try workspace.downgradeDataForRollback(force: false, source: .remote, reason: reason,
+                                                           command: "rollbackctl rollback", background ? .silent : console)
+                }
+                let outcome = try workspace.store.setRollback(directive.decision == .runPrevious, source: .remote, reason: reason)
                 applied = (directive, outcome)
-            } catch {
+            } catch let error as CommandError {
+                if case .failure(let message) = error { applyFailure = message } else { applyFailure = "\(error)" }
+                applyFailure = "Directive serial \(directive.serial) is authentic but was not applied: \(applyFailure!)"
+                applyFailureCode = "data_not_downgradable"
+            } catch let error as SwitchbackError {
                 applyFailure = "Directive serial \(directive.serial) is authentic but could not be applied: \(error.message)"
+            } catch {
+                applyFailure = "Directive serial \(directive.serial) is authentic but could not be applied: \(error)"
             }
         }
         do {
@@ -94,7 +106,7 @@ struct SyncCommand {
                 record.lastAttemptAt = now
                 if let applyFailure {
                     record.outcome = "not_applied"
-                    record.code = "state_not_writable"
+                    record.code = applyFailureCode
                     record.reason = applyFailure
                     return
                 }

@@ -10,6 +10,9 @@ public struct Console: Sendable {
         writeOut: { line in print(line) },
         writeError: { line in FileHandle.standardError.write(Data((line + "\n").utf8)) })
 
+    /// Discards everything (a background job's console).
+    package static let silent = Console(writeOut: { _ in }, writeError: { _ in })
+
     package func out(_ line: String) { writeOut(line) }
     package func error(_ line: String) { writeError(line) }
 }

@@ -43,10 +43,17 @@ enum Help {
         "rollback": """
         OVERVIEW: Persist the rollback flag: the next start runs the previous slot.
 
-        USAGE: rollbackctl rollback [--reason TEXT]
+        First the current build converts its data back so that the previous one can read
+        it (reverting its migrations, or restoring the snapshot taken before them and
+        archiving the newer data). When it cannot, nothing changes and this fails.
+
+        USAGE: rollbackctl rollback [--reason TEXT] [--force]
 
         OPTIONS:
           --reason TEXT       Why, recorded in the state and the history.
+          --force             Roll back even when the data cannot be converted back: the
+                              data is archived (never deleted) and the previous build
+                              starts without it.
           -h, --help          Show help information.
         """,
         "rollforward": """

@@ -1,15 +1,22 @@
 import SwitchbackCore
 
 /// `rollback` and `rollforward`: set the flag (see `StateStore.setRollback`) and say what
-/// the next start runs.
+/// the next start runs. A rollback first has the current build convert its data back for
+/// the previous one (docs/data-safe-rollback.md); a refusal leaves the flag as it was.
 struct SwitchCommand {
     let workspace: Workspace
     let rollback: Bool
     let reason: String?
+    /// Roll back even when the data cannot be converted back: archive it instead.
+    var force = false
 
     func run(_ console: Console) throws(CommandError) {
         try workspace.checkTrusted()
         let target: BuildSlot = rollback ? .previous : .current
+        if rollback {
+            try workspace.downgradeDataForRollback(force: force, source: .cli, reason: reason,
+                                                   command: "rollbackctl rollback", console)
+        }
         let outcome: SwitchOutcome
         do { outcome = try workspace.store.setRollback(rollback, source: .cli, reason: reason) } catch {
             throw .failure(error.message)

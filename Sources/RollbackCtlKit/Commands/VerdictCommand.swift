@@ -39,12 +39,21 @@ struct VerdictCommand {
             let loaded = workspace.store.load()
             let otherHealth = workspace.health.load().record.health(of: slot.other, build: manifest[slot.other].sha256, tries: manifest.trialTries)
             if loaded.state.slot == slot && !otherHealth.isBad {
+                if slot.other == .previous {
+                    try workspace.downgradeDataForRollback(
+                        force: false, source: .cli, reason: "the \(slot.rawValue) build (\(version)) was marked bad with rollbackctl",
+                        command: "rollbackctl rollback", console)
+                }
                 _ = try workspace.store.setRollback(slot.other == .previous, source: .cli,
                                                     reason: "the \(slot.rawValue) build (\(version)) was marked bad with rollbackctl")
                 console.out("The next start runs the \(slot.other.rawValue) slot (\(manifest[slot.other].version)).")
             }
-        } catch {
+        } catch let error as CommandError {
+            throw error
+        } catch let error as SwitchbackError {
             throw .failure(error.message)
+        } catch {
+            throw .failure("\(error)")
         }
     }
 }

@@ -19,6 +19,11 @@ struct StatusReport {
     var remoteSettings: RemoteSettings
     var remote: RemoteRecord?
     var remoteProblem: String?
+    /// What the current build last published about its data (nil: nothing yet).
+    var data: DataState?
+    /// The newest restore or archive in the history: where newer data was put aside.
+    var lastArchive: HistoryEvent?
+    var previousVersion: String
 
     /// Makes the report the way the launcher decides: the persisted choice (or
     /// SWITCHBACK_SLOT), then the file checks that would make it fall back.
@@ -64,6 +69,43 @@ struct StatusReport {
         let (record, problem) = RemoteStore(directory: workspace.directory).load()
         remote = record == RemoteRecord() && problem == nil ? nil : record
         remoteProblem = problem?.message
+        data = DataState.load(in: workspace.directory)
+        lastArchive = (try? workspace.history.read().events)?.last { $0.kind == .restore || $0.kind == .archive }
+        previousVersion = workspace.manifest.previous.version
+    }
+
+    /// The data lines: its reader floor, whether a rollback is data-safe now, the last archive.
+    var dataLines: [String] {
+        var lines: [String] = []
+        if let data {
+            let published = "published by \(data.publishedBy)\(data.publishedAt.map { " at \(formatUTC($0))" } ?? "")"
+            lines.append("Data: reader floor \(data.readerFloor ?? "none") (\(published)).")
+            let detail = data.detail.map { ": \($0)" } ?? ""
+            lines.append(data.isRollbackDataSafe
+                ? "Data: a rollback to \(data.rollbackTo) is data-safe now\(detail)."
+                : "Data: a rollback to \(data.rollbackTo) is NOT data-safe now\(detail).")
+        } else {
+            lines.append("Data: no data state published yet (the current build publishes it when it starts); a rollback to \(previousVersion) converts the data back first if it must.")
+        }
+        if let lastArchive {
+            lines.append("Data: last \(lastArchive.kind.rawValue) on \(formatUTC(lastArchive.time)): \(lastArchive.reason ?? "")")
+        }
+        return lines
+    }
+
+    var dataJSON: [String: Any] {
+        var object: [String: Any] = ["published": data != nil]
+        object["reader_floor"] = data?.readerFloor ?? NSNull()
+        object["published_by"] = data?.publishedBy ?? NSNull()
+        object["published_at"] = data?.publishedAt.map(formatRFC3339) ?? NSNull()
+        object["rollback_to"] = data?.rollbackTo ?? previousVersion
+        object["rollback_plan"] = data?.plan.rawValue ?? NSNull()
+        object["rollback_data_safe"] = data.map { $0.isRollbackDataSafe as Any } ?? NSNull()
+        object["detail"] = data?.detail ?? NSNull()
+        object["last_archive"] = lastArchive.map { event -> [String: Any] in
+            ["time": formatRFC3339(event.time), "kind": event.kind.rawValue, "reason": event.reason ?? NSNull()]
+        } ?? NSNull()
+        return object
     }
 
     /// The remote lines: the last check's outcome, then freshness and the accepted serial.
@@ -109,6 +151,7 @@ struct StatusReport {
             let verdict = health[slot].map { ", \($0.summary)" } ?? ""
             lines.append("\(slot.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.version)\(build): \(problem ?? "ok")\(verdict)")
         }
+        lines.append(contentsOf: dataLines)
         lines.append(contentsOf: remoteLines)
         if let supervisor {
             let child = supervisor.childPID.map { pid in
@@ -169,6 +212,7 @@ struct StatusReport {
             } ?? NSNull(),
             "bundle": bundleRoot,
             "remote": remoteJSON,
+            "data": dataJSON,
         ]
     }
 }

@@ -1,0 +1,79 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import AppVersions
+
+/// Publishes `data-state` in the launcher's state directory: the data's reader floor and
+/// what a rollback to the previous slot would do to it, for `rollbackctl status` and for
+/// the launcher's check before it runs the previous slot (docs/data-safe-rollback.md).
+/// Keep it, or write the same file, when you replace the sample app.
+struct DataStatePublisher {
+    let path: String
+    let version: String
+    let target: Version
+
+    /// Nil unless this is the current slot under the launcher: only the newer build knows
+    /// its steps, and the previous slot's data is what a rollback left.
+    init?(launch: LaunchInfo) {
+        guard launch.slot == "current", let directory = launch.stateDirectory,
+              let other = launch.otherSlotVersion, let target = try? Version(tolerant: other) else { return nil }
+        path = directory + "/data-state"
+        version = launch.version
+        self.target = target
+    }
+
+    var exists: Bool { fileExists(path) }
+
+    /// Removes the file while the data may change under it (a start that runs steps).
+    func withdraw() { unlink(path) }
+
+    /// Works out the plan and writes the file atomically.
+    func publish(_ migrator: Migrator) {
+        let floor: String, plan: String, detail: String
+        do {
+            let planned = try migrator.downgradePlan(to: target)
+            floor = planned.readerFloor.map { "\($0)" } ?? ""
+            (plan, detail) = Self.describe(planned)
+        } catch {
+            // Unknown is not safe: say refused, and why.
+            (floor, plan, detail) = ("", "refused", "the data's migration ledger cannot be read: \(error)")
+        }
+        let lines = [
+            "published_by=\(version)",
+            "published_at=\(time(nil))",
+            "reader_floor=\(floor)",
+            "rollback_to=\(target)",
+            "rollback=\(plan)",
+            "detail=\(Self.escape(detail))",
+            "end=ok",
+        ]
+        makeDirectory(String(path[..<path.lastIndex(of: "/")!]))
+        _ = replaceFile(path, with: lines.joined(separator: "\n") + "\n")
+    }
+
+    static func describe(_ planned: DowngradePlan) -> (String, String) {
+        if planned.isSafe { return ("none", "\(planned.target) reads the data as it is") }
+        let names = planned.steps.map(\.name).joined(separator: ", ")
+        if !planned.isPossible {
+            let blocked = planned.steps.filter { $0.action == .impossible }.map(\.name).joined(separator: ", ")
+            return ("refused", "step \(blocked) has no revert and no snapshot; only --force (which archives the data) can roll back")
+        }
+        if let restored = planned.steps.first(where: { if case .restoreSnapshot = $0.action { return true } else { return false } }) {
+            return ("restore", "the snapshot taken before step \(restored.name) is restored first (undoing \(names)); the newer data is archived")
+        }
+        return ("revert", "the revert of \(names) runs first")
+    }
+
+    static func escape(_ text: String) -> String {
+        var result = ""
+        for character in text {
+            switch character {
+            case "\\": result += "\\\\"
+            case "\n": result += "\\n"
+            case "\t": result += "\\t"
+            default: result.append(character)
+            }
+        }
+        return result
+    }
+}
