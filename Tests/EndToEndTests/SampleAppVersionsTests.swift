@@ -28,9 +28,9 @@ import Testing
     @Test func aDamagedLedgerIsReportedNotCrashedOn() throws {
         let t = try TestBundle()
         #expect(try t.launcher().status == 0)
-        let ledgers = try FileManager.default.contentsOfDirectory(atPath: t.state + "/data/.versions")
+        let ledgers = try FileManager.default.contentsOfDirectory(atPath: t.state + "/data.versions")
         for ledger in ledgers where !ledger.hasPrefix(".") && !ledger.hasSuffix(".lock") {
-            try Data("garbage\u{0}\u{1}".utf8).write(to: URL(fileURLWithPath: t.state + "/data/.versions/" + ledger))
+            try Data("garbage\u{0}\u{1}".utf8).write(to: URL(fileURLWithPath: t.state + "/data.versions/" + ledger))
         }
         let result = try t.launcher()
         #expect(result.status == 1)

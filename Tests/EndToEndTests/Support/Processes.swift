@@ -96,8 +96,10 @@ final class SpawnedProcess {
 
     /// Starts `executable` with `arguments` and exactly `environment`, stdin from /dev/null,
     /// stdout and stderr appended to the given files (or /dev/null).
+    /// With `ownProcessGroup`, the child leads a new process group (its pid), so that
+    /// `kill(-pid, ...)` reaches everything it started.
     init(_ executable: String, _ arguments: [String], environment: [String: String],
-         stdout: String = "/dev/null", stderr: String = "/dev/null") throws {
+         stdout: String = "/dev/null", stderr: String = "/dev/null", ownProcessGroup: Bool = false) throws {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -110,7 +112,8 @@ final class SpawnedProcess {
         var empty = sigset_t()
         sigemptyset(&empty)
         posix_spawnattr_setsigmask(&attributes, &empty)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        if ownProcessGroup { posix_spawnattr_setpgroup(&attributes, 0) }
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | (ownProcessGroup ? POSIX_SPAWN_SETPGROUP : 0)))
         let argv = ([executable] + arguments).map { strdup($0) } + [nil]
         let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
         defer { (argv + envp).forEach { free($0) } }

@@ -1,0 +1,289 @@
+import Foundation
+import SwitchbackCore
+import Testing
+
+/// Data-safe rollback through the real binaries: the sample app's notes move from format 1
+/// (1.1.0, `notes.txt`) to format 2 (1.2.0, `notes.v2`) by the step `notes-v2`, whose revert
+/// writes format 1 back. Every switch to the previous slot runs that revert first, in a
+/// launcher process that loads only the current slot.
+@Suite struct DataSafeRollbackTests {
+    /// `SAMPLE_NO_REVERT=1`: the sample registers `notes-v2` without its revert, so a
+    /// rollback must restore the snapshot taken before it.
+    static let noRevert = ["SAMPLE_NO_REVERT": "1"]
+
+    /// Which note files the data directory holds.
+    static func noteFiles(_ t: TestBundle) -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: t.state + "/data")) ?? [])
+            .filter { $0.hasPrefix("notes.") }.sorted()
+    }
+
+    static func notes(_ t: TestBundle, _ environment: [String: String] = [:]) throws -> [String] {
+        let result = try t.launcher("note", "list", environment: environment)
+        try #require(result.status == 0, "note list: \(result)")
+        return result.stdout.split(separator: "\n").map(String.init)
+    }
+
+    static func add(_ t: TestBundle, _ note: String, _ environment: [String: String] = [:]) throws {
+        let result = try t.launcher("note", "add", note, environment: environment)
+        try #require(result.status == 0, "note add: \(result)")
+    }
+
+    static func data(_ t: TestBundle) throws -> [String: Any] {
+        try #require(try t.status()["data"] as? [String: Any])
+    }
+
+    /// The notes in an archived (or any) data directory, whichever format it holds.
+    static func notes(inDirectory directory: String) -> [String] {
+        if let v2 = try? String(contentsOfFile: directory + "/notes.v2", encoding: .utf8) {
+            return v2.split(separator: "\n").dropFirst().compactMap { line in
+                line.firstIndex(of: "\t").map { String(line[line.index(after: $0)...]) }
+            }
+        }
+        let v1 = (try? String(contentsOfFile: directory + "/notes.txt", encoding: .utf8)) ?? ""
+        return v1.split(separator: "\n").map(String.init)
+    }
+
+    // MARK: - rollbackctl
+
+    @Test func rollbackRevertsTheNotesAndRollforwardMigratesThemAgain() throws {
+        let t = try TestBundle()
+        #expect(try t.rollbackctl("rollback").stdout == "Rolled back: the next start runs the previous slot (\(t.previousVersion)).\n",
+                "nothing to convert before the current build ever ran")
+        try Self.add(t, "old one")
+        try Self.add(t, "old two")
+        #expect(Self.noteFiles(t) == ["notes.txt"])
+
+        #expect(try t.rollbackctl("rollforward").status == 0)
+        try Self.add(t, "new three")
+        #expect(Self.noteFiles(t) == ["notes.v2"], "the current build migrated the notes")
+        let before = try Self.data(t)
+        #expect(before["reader_floor"] as? String == t.currentVersion)
+        #expect(before["rollback_plan"] as? String == "revert")
+        #expect(before["rollback_data_safe"] as? Bool == true)
+        #expect(try t.rollbackctl("status").stdout.contains("Data: a rollback to \(t.previousVersion) is data-safe now: the revert of notes-v2 runs first."))
+
+        let back = try t.rollbackctl("rollback")
+        #expect(back.status == 0, "\(back)")
+        #expect(back.stdout == """
+            Data: reverted migration step notes-v2 so that \(t.previousVersion) can read it.
+            Rolled back: the next start runs the previous slot (\(t.previousVersion)).
+
+            """)
+        #expect(Self.noteFiles(t) == ["notes.txt"])
+        #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
+        #expect(try Self.notes(t) == ["old one", "old two", "new three"])
+
+        let events = try t.history()
+        let revert = try #require(events.first { $0["kind"] as? String == "revert" })
+        #expect(revert["source"] as? String == "cli")
+        #expect(revert["from"] as? String == "current" && revert["to"] as? String == "previous")
+        #expect((revert["reason"] as? String)?.hasPrefix("step notes-v2 reverted so \(t.previousVersion) can read the data") == true)
+        #expect(events.last?["kind"] as? String == "switch", "the revert comes before the switch")
+        let after = try Self.data(t)
+        #expect(after["reader_floor"] is NSNull)
+        #expect(after["rollback_plan"] as? String == "none")
+
+        try Self.add(t, "old four")
+        #expect(try t.rollbackctl("rollforward").status == 0)
+        #expect(try Self.notes(t) == ["old one", "old two", "new three", "old four"])
+        #expect(Self.noteFiles(t) == ["notes.v2"])
+        #expect(try Self.data(t)["reader_floor"] as? String == t.currentVersion)
+    }
+
+    @Test func markBadOfTheCurrentBuildRevertsBeforeItSwitches() throws {
+        let t = try TestBundle()
+        try Self.add(t, "one", ["SWITCHBACK_SLOT": "previous"])
+        try Self.add(t, "two")
+        let bad = try t.rollbackctl("mark-bad", "current")
+        #expect(bad.status == 0, "\(bad)")
+        #expect(bad.stdout.contains("Data: reverted migration step notes-v2"))
+        #expect(try Self.notes(t) == ["one", "two"])
+        #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
+    }
+
+    /// Someone ran the current build by hand while rolled back: it migrated the notes again.
+    /// The next start of the previous slot converts them back before it runs.
+    @Test func thePreviousSlotNeverStartsOnDataItCannotRead() throws {
+        let t = try TestBundle()
+        try Self.add(t, "one")
+        #expect(try t.rollbackctl("rollback").status == 0)
+        try Self.add(t, "by hand", ["SWITCHBACK_SLOT": "current"])
+        #expect(Self.noteFiles(t) == ["notes.v2"])
+        #expect(try Self.data(t)["reader_floor"] as? String == t.currentVersion)
+
+        let next = try t.launcher("note", "list")
+        #expect(next.status == 0)
+        #expect(next.stdout == "one\nby hand\n")
+        #expect(Self.noteFiles(t) == ["notes.txt"])
+        let revert = try #require(try t.history().last { $0["kind"] as? String == "revert" })
+        #expect(revert["source"] as? String == "auto")
+        #expect((revert["reason"] as? String)?.contains("the data's reader floor \(t.currentVersion) is above the previous build (\(t.previousVersion))") == true)
+    }
+
+    // MARK: - Automatic rollback
+
+    @Test func threeCrashingStartsRevertTheNotesBeforeThePreviousSlotRuns() throws {
+        let t = try TestBundle()
+        // Forced runs use no try and mark nothing good: the current build stays on trial.
+        try Self.add(t, "old one", ["SWITCHBACK_SLOT": "previous"])
+        try Self.add(t, "old two", ["SWITCHBACK_SLOT": "previous"])
+        try Self.add(t, "new three", ["SWITCHBACK_SLOT": "current"])
+        #expect(Self.noteFiles(t) == ["notes.v2"])
+        for _ in 0..<3 { #expect(try t.launcher("crash").signaled) }
+
+        let fourth = try t.launcher("note", "list")
+        #expect(fourth.status == 0, "\(fourth)")
+        #expect(fourth.stdout == "old one\nold two\nnew three\n")
+        #expect(fourth.stderr.contains("failed 3 starts without being marked good; running the previous slot"))
+        #expect(Self.noteFiles(t) == ["notes.txt"])
+        let status = try t.status()
+        #expect(status["rollback"] as? Bool == true && status["source"] as? String == "auto")
+        let revert = try #require(try t.history().first { $0["kind"] as? String == "revert" })
+        #expect(revert["source"] as? String == "auto")
+
+        try Self.add(t, "old four")
+        let forward = try t.rollbackctl("rollforward")
+        #expect(forward.stdout.contains("back on trial"), "\(forward)")
+        #expect(try Self.notes(t) == ["old one", "old two", "new three", "old four"])
+        #expect(Self.noteFiles(t) == ["notes.v2"])
+    }
+
+    @Test func anAutomaticRollbackThatCannotConvertTheDataKeepsTheCurrentBuild() throws {
+        let t = try TestBundle()
+        try Self.add(t, "old", ["SWITCHBACK_SLOT": "previous"].merging(Self.noRevert) { $1 })
+        try Self.add(t, "new", ["SWITCHBACK_SLOT": "current"].merging(Self.noRevert) { $1 })
+        try FileManager.default.removeItem(atPath: t.state + "/data.versions/snapshots")
+        for _ in 0..<3 { #expect(try t.launcher("crash", environment: Self.noRevert).signaled) }
+
+        let fourth = try t.launcher("note", "list", environment: Self.noRevert)
+        #expect(fourth.stdout == "old\nnew\n", "the current build runs, on its own data")
+        #expect(fourth.stderr.contains("The current build (\(t.currentVersion)) failed 3 starts without being marked good, but it stays: The previous build (\(t.previousVersion)) cannot read the data the current build (\(t.currentVersion)) left, and it cannot be converted back: "), "\(fourth.stderr)")
+        #expect(fourth.stderr.contains("Run 'rollbackctl rollback --force' to archive the data"))
+        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(Self.noteFiles(t) == ["notes.v2"])
+    }
+
+    // MARK: - Remote directive
+
+    @Test func aSignedRollbackDirectiveRevertsTheNotesFirst() throws {
+        let fleet = try RemoteDirectiveTests.Fleet()
+        let t = fleet.t
+        let server = try LocalHTTPServer.staticFiles(root: fleet.www)
+        defer { server.stop() }
+        try t.setManifestSetting("remote.url", server.url("/directive.json"))
+        try Self.add(t, "old one", ["SWITCHBACK_SLOT": "previous"])
+        try Self.add(t, "new two")
+
+        try fleet.publish("previous", serial: 1)
+        let (back, _) = try fleet.sync()
+        #expect(back.status == 0, "\(back)")
+        #expect(back.stdout.contains("Data: reverted migration step notes-v2 so that \(t.previousVersion) can read it."))
+        #expect(try Self.notes(t) == ["old one", "new two"])
+        #expect(Self.noteFiles(t) == ["notes.txt"])
+        let revert = try #require(try t.history().first { $0["kind"] as? String == "revert" })
+        #expect(revert["source"] as? String == "remote")
+
+        try Self.add(t, "old three")
+        try fleet.publish("current", serial: 2)
+        #expect(try fleet.sync().result.status == 0)
+        #expect(try Self.notes(t) == ["old one", "new two", "old three"])
+        #expect(Self.noteFiles(t) == ["notes.v2"])
+    }
+
+    @Test func aRollbackDirectiveThatWouldStrandTheDataIsNotApplied() throws {
+        let fleet = try RemoteDirectiveTests.Fleet()
+        let t = fleet.t
+        let server = try LocalHTTPServer.staticFiles(root: fleet.www)
+        defer { server.stop() }
+        try t.setManifestSetting("remote.url", server.url("/directive.json"))
+        try Self.add(t, "old", ["SWITCHBACK_SLOT": "previous"].merging(Self.noRevert) { $1 })
+        try Self.add(t, "new", Self.noRevert)
+        try FileManager.default.removeItem(atPath: t.state + "/data.versions/snapshots")
+
+        try fleet.publish("previous", serial: 1)
+        let result = try t.run(t.bundle + "/bin/rollbackctl", ["sync"], environment: Self.noRevert)
+        #expect(result.status == 1)
+        #expect(result.stderr.hasPrefix("Error: Directive serial 1 is authentic but was not applied: The previous build (\(t.previousVersion)) cannot read the data"), "\(result.stderr)")
+        let remote = try fleet.remote()
+        #expect(remote["code"] as? String == "data_not_downgradable")
+        #expect(remote["accepted_serial"] is NSNull, "the next sync tries again")
+        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(Self.noteFiles(t) == ["notes.v2"])
+    }
+
+    // MARK: - Restore, refusal, force
+
+    @Test func aStepWithoutARevertIsUndoneByRestoringItsSnapshotAndTheNewerDataIsArchived() throws {
+        let t = try TestBundle()
+        let env = Self.noRevert
+        try Self.add(t, "old", env.merging(["SWITCHBACK_SLOT": "previous"]) { $1 })
+        try Self.add(t, "new one", env)
+        try Self.add(t, "new two", env)
+        #expect(try Self.data(t)["rollback_plan"] as? String == "restore")
+
+        let back = try t.run(t.bundle + "/bin/rollbackctl", ["rollback"], environment: env)
+        #expect(back.status == 0, "\(back)")
+        let prefix = "Data: restored the snapshot taken before migration step notes-v2; the newer data is archived at "
+        let line = try #require(back.stdout.split(separator: "\n").first { $0.hasPrefix(prefix) })
+        let archive = String(line.dropFirst(prefix.count).dropLast())
+        #expect(archive.hasPrefix(t.state + "/data.versions/snapshots/archive/"))
+        #expect(Self.notes(inDirectory: archive) == ["old", "new one", "new two"], "the newer data sits in the archive")
+        #expect(try Self.notes(t, env) == ["old"], "the previous version reads the data as it was before the step")
+
+        let data = try Self.data(t)
+        let last = try #require(data["last_archive"] as? [String: Any])
+        #expect(last["kind"] as? String == "restore")
+        #expect((last["reason"] as? String)?.contains(archive) == true)
+        #expect(try t.rollbackctl("status").stdout.contains("Data: last restore on "))
+        let restore = try #require(try t.history().first { $0["kind"] as? String == "restore" })
+        #expect((restore["reason"] as? String)?.hasSuffix("the newer data is archived at \(archive)") == true)
+
+        // Rolling forward migrates what the previous version has; the archive stays.
+        #expect(try t.rollbackctl("rollforward").status == 0)
+        #expect(try Self.notes(t, env) == ["old"])
+        #expect(FileManager.default.fileExists(atPath: archive + "/notes.v2"))
+    }
+
+    @Test func aRollbackThatWouldStrandTheDataIsRefusedAndForceArchivesIt() throws {
+        let t = try TestBundle()
+        let env = Self.noRevert
+        try Self.add(t, "old", env.merging(["SWITCHBACK_SLOT": "previous"]) { $1 })
+        try Self.add(t, "new", env)
+        try FileManager.default.removeItem(atPath: t.state + "/data.versions/snapshots")
+        // The plan published at the last start predates the removal: start once more.
+        try FileManager.default.removeItem(atPath: t.state + "/data-state")
+        _ = try t.launcher(environment: env)
+        let data = try Self.data(t)
+        #expect(data["rollback_plan"] as? String == "refused")
+        #expect(data["rollback_data_safe"] as? Bool == false)
+        #expect(try t.rollbackctl("status").stdout.contains("Data: a rollback to \(t.previousVersion) is NOT data-safe now"))
+
+        let refused = try t.run(t.bundle + "/bin/rollbackctl", ["rollback"], environment: env)
+        #expect(refused.status == 1)
+        #expect(refused.stdout.isEmpty)
+        #expect(refused.stderr.hasPrefix("Error: The previous build (\(t.previousVersion)) cannot read the data the current build (\(t.currentVersion)) left, and it cannot be converted back: "))
+        #expect(refused.stderr.hasSuffix("Run 'rollbackctl rollback --force' to archive the data and roll back with it empty, or stay on \(t.currentVersion).\n"))
+        #expect(try t.status()["rollback"] as? Bool == false, "the flag is unchanged")
+        #expect(Self.noteFiles(t) == ["notes.v2"], "the data is unchanged")
+
+        let forced = try t.run(t.bundle + "/bin/rollbackctl", ["rollback", "--force"], environment: env)
+        #expect(forced.status == 0, "\(forced)")
+        let prefix = "Data: migration step notes-v2 could not be undone; its data is archived at "
+        let line = try #require(forced.stdout.split(separator: "\n").first { $0.hasPrefix(prefix) })
+        let archive = String(line.dropFirst(prefix.count).split(separator: " ").first ?? "")
+        #expect(Self.notes(inDirectory: archive) == ["old", "new"])
+        #expect(forced.stdout.hasSuffix("Rolled back: the next start runs the previous slot (\(t.previousVersion)).\n"))
+        #expect(try Self.notes(t, env).isEmpty, "the previous build starts with no data")
+        let event = try #require(try t.history().first { $0["kind"] as? String == "archive" })
+        #expect((event["reason"] as? String)?.contains(archive) == true)
+    }
+
+    @Test func rollbackHelpDocumentsForce() throws {
+        let t = try TestBundle()
+        let help = try t.rollbackctl("rollback", "--help")
+        #expect(help.status == 0)
+        #expect(help.stdout.contains("USAGE: rollbackctl rollback [--reason TEXT] [--force]"))
+        let bad = try t.rollbackctl("rollforward", "--force")
+        #expect(bad.status == 64)
+    }
+}
