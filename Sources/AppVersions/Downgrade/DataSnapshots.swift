@@ -9,9 +9,10 @@ import Foundation
 
 /// Copies, moves and restores data directories for downgrades.
 ///
-/// Snapshots are full recursive copies of regular files (and directories). Hard links
-/// would be cheaper, but only for files that steps replace (write and rename) rather
-/// than modify in place, which AppVersions cannot know; so this version copies.
+/// Snapshots recreate the directories and copy regular files and symbolic links, except
+/// that the regular files the ``SnapshotMethod`` names are hard-linked: only the app
+/// knows which files it replaces (write and rename) rather than modifies in place, and
+/// only those are safe to share with a snapshot. Restores always copy.
 enum DataSnapshots {
     static func failure(_ what: String, _ path: String, _ error: any Error) -> AppVersionsError {
         AppVersionsError(
@@ -36,25 +37,52 @@ enum DataSnapshots {
     }
 
     /// Copies the tree at `source` to `destination` (which must not exist), skipping
-    /// `excluded` and symbolic links' targets (links are copied as links).
-    static func copyTree(_ source: String, to destination: String, excluding excluded: String?) throws {
+    /// `excluded` and symbolic links' targets (links are copied as links). Regular files
+    /// that `method` links are hard-linked instead, or copied if the system refuses.
+    static func copyTree(_ source: String, to destination: String, excluding excluded: String?, method: SnapshotMethod) throws {
+        try copyTree(source, to: destination, excluding: excluded, method: method, relativePath: "")
+    }
+
+    /// `copyTree` for the directory at `relativePath` ("" for the top) below the tree's root.
+    private static func copyTree(_ source: String, to destination: String, excluding excluded: String?, method: SnapshotMethod, relativePath: String) throws {
         let manager = FileManager.default
         try manager.createDirectory(atPath: destination, withIntermediateDirectories: true)
         for name in try manager.contentsOfDirectory(atPath: source) {
             let from = source + "/" + name
             if let excluded, normalized(from) == normalized(excluded) { continue }
             let to = destination + "/" + name
+            let relative = relativePath.isEmpty ? name : relativePath + "/" + name
             var info = stat()
             guard lstat(from, &info) == 0 else { continue }
             switch info.st_mode & S_IFMT {
             case S_IFDIR:
-                try copyTree(from, to: to, excluding: excluded)
-            case S_IFREG, S_IFLNK:
+                try copyTree(from, to: to, excluding: excluded, method: method, relativePath: relative)
+            case S_IFREG:
+                if method.links(relative), try hardLink(from, to: to) { continue }
+                try manager.copyItem(atPath: from, toPath: to)
+            case S_IFLNK:
                 try manager.copyItem(atPath: from, toPath: to)
             default:
                 continue
             }
         }
+    }
+
+    /// Hard-links `from` at `to`. False, with nothing created, when this file system or
+    /// file cannot be linked there (`EXDEV`, `EPERM`, `EMLINK`): the caller copies it.
+    static func hardLink(_ from: String, to: String) throws(FileIO.Failure) -> Bool {
+        while link(from, to) != 0 {
+            let code = errno
+            switch code {
+            case EINTR:
+                continue
+            case EXDEV, EPERM, EMLINK:
+                return false
+            default:
+                throw FileIO.Failure(operation: "link", path: from, errno: code)
+            }
+        }
+        return true
     }
 
     static func normalized(_ path: String) -> String {
@@ -82,14 +110,14 @@ enum DataSnapshots {
         try FileIO.fsyncDirectory(FileIO.parentDirectory(of: to))
     }
 
-    /// Takes a snapshot of `data` at `path`: copies into `path.partial`, then renames,
-    /// so a snapshot that exists is whole.
-    static func snapshot(_ data: String, at path: String, excluding excluded: String?) throws {
+    /// Takes a snapshot of `data` at `path`: copies (or, as `method` says, hard-links)
+    /// into `path.partial`, then renames, so a snapshot that exists is whole.
+    static func snapshot(_ data: String, at path: String, excluding excluded: String?, method: SnapshotMethod) throws {
         let partial = path + ".partial"
         do {
             try removeTree(partial)
             if exists(data) {
-                try copyTree(data, to: partial, excluding: excluded)
+                try copyTree(data, to: partial, excluding: excluded, method: method)
             } else {
                 try FileIO.makeDirectories(partial)
             }
@@ -111,7 +139,8 @@ enum DataSnapshots {
         let staging = data + ".appversions-restoring"
         do {
             try removeTree(staging)
-            try copyTree(snapshot, to: staging, excluding: nil)
+            // Always a copy: the restored files must not be shared with the snapshot.
+            try copyTree(snapshot, to: staging, excluding: nil, method: .copy)
         } catch {
             throw failure("copy the snapshot \(snapshot)", staging, error)
         }

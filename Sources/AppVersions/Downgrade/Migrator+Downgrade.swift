@@ -229,7 +229,8 @@ extension Migrator {
         return area + "/archive/" + DataSnapshots.component(scope.name) + "-" + stamp() + "-before-undo-of-" + DataSnapshots.component(step)
     }
 
-    /// Snapshots the scope's data directory before `step`, if it has one; returns the path.
+    /// Snapshots the scope's data directory before `step`, if it has one, copying or
+    /// hard-linking each file as ``snapshotMethod`` says; returns the path.
     func takeSnapshot(before step: String, scope: Scope) throws -> String? {
         guard let data = dataDirectory(for: scope), let area = snapshotArea else { return nil }
         let folder = area + "/" + DataSnapshots.component(scope.name)
@@ -238,7 +239,7 @@ extension Migrator {
             try? DataSnapshots.removeTree(folder + "/" + name)
         }
         let path = folder + "/" + stamp() + "-before-" + DataSnapshots.component(step)
-        try DataSnapshots.snapshot(data, at: path, excluding: ledgerDirectory)
+        try DataSnapshots.snapshot(data, at: path, excluding: ledgerDirectory, method: snapshotMethod)
         return path
     }
 

@@ -48,16 +48,28 @@ public struct Migrator {
     public var baseline: ((Scope) throws -> Version?)?
 
     /// The directory holding the app's data for ``Scope/app``, or nil (the default) for
-    /// no snapshots. When set, each version step is preceded by a full copy of this
-    /// directory into ``snapshotDirectory``, so ``downgrade(to:force:scope:)`` can restore it
-    /// for a step that has no ``MigrationStep/revert``. Other scopes use
-    /// ``dataDirectoryForScope`` if set.
+    /// no snapshots. When set, each version step is preceded by a snapshot of this
+    /// directory in ``snapshotDirectory`` (a full copy unless ``snapshotMethod`` says
+    /// otherwise), so ``downgrade(to:force:scope:)`` can restore it for a step that has
+    /// no ``MigrationStep/revert``. Other scopes use ``dataDirectoryForScope`` if set.
     public var dataDirectory: String?
     /// The data directory of a scope other than ``Scope/app``; nil for none.
     public var dataDirectoryForScope: ((Scope) -> String?)?
     /// Where snapshots and archives go; nil (the default) means `snapshots` inside a
     /// ``FileLedgerStore``'s directory, or `<dataDirectory>.appversions` beside the data.
     public var snapshotDirectory: String?
+    /// Which files a snapshot hard-links instead of copying; ``SnapshotMethod/copy`` (the
+    /// default) copies them all. Applies to every scope's data directory, with paths
+    /// relative to it.
+    ///
+    /// Link only files that are replaced (written anew, then renamed over), never
+    /// modified in place: a linked file is shared with the snapshot, so an in-place
+    /// change would reach the snapshot too.
+    ///
+    /// ```swift
+    /// migrator.snapshotMethod = .hardLink(where: { $0.hasPrefix("attachments/") })
+    /// ```
+    public var snapshotMethod: SnapshotMethod = .copy
 
     var steps: [MigrationStep] = []
     private var names: Set<String> = []
