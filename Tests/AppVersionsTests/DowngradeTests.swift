@@ -243,4 +243,27 @@ struct DowngradeTests {
         } throws: { ($0 as? AppVersionsError)?.code == .downgradeFailed }
         #expect(try migrator.readerFloor() == "2.0.0")
     }
+    /// Killed between the two renames of a restore: the data set is in the archive, the
+    /// staged copy beside the data directory, and the app, starting again, has already
+    /// made itself an empty data directory. The restore must still finish.
+    @Test func aRestoreKilledBetweenItsRenamesFinishesDespiteAFreshDataDirectory() throws {
+        let files = Files()
+        defer { files.root.remove() }
+        try "v1".write(toFile: files.notes, atomically: true, encoding: .utf8)
+        let migrator = notesMigrator(files)
+        try migrator.run(for: running("2.0.0"))
+        let snapshots = files.ledger + "/snapshots/app"
+        let snapshot = try #require(try FileManager.default.contentsOfDirectory(atPath: snapshots).first)
+
+        let archive = files.root.file("archive-of-v2")
+        try FileManager.default.copyItem(atPath: snapshots + "/" + snapshot, toPath: files.data + ".appversions-restoring")
+        try FileManager.default.moveItem(atPath: files.data, toPath: archive)
+        try FileManager.default.createDirectory(atPath: files.data, withIntermediateDirectories: true)
+        try FileLedgerStore(directory: files.ledger).append([LedgerEntry(line: "undo-began\t700000100.0\tv2\trestore\t\(archive)")], to: .app)
+
+        #expect(try migrator.downgradePlan(to: "1.0.0").isSafe)
+        #expect(read(files.notes) == "v1")
+        #expect(read(archive + "/notes.txt") == "v2")
+        #expect(!FileManager.default.fileExists(atPath: files.data + ".appversions-restoring"))
+    }
 }

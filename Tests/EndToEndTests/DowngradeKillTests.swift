@@ -9,7 +9,8 @@ import Glibc
 /// rollback` and the launcher it started to convert the data are killed together (one
 /// process group), then the app starts again. The data must always be wholly in one
 /// format (never both files), and no note may be lost: for a revert, the app lists every
-/// note; for a restore, every note is in the data or in an archive.
+/// note; for a restore, every note is in the data or in an archive. Half the kills land
+/// anywhere in the rollback, half within a few milliseconds after the undo's journal entry.
 @Suite(.serialized) struct DowngradeKillTests {
     static let rounds = 100
 
@@ -51,16 +52,27 @@ import Glibc
             try add("note \(round)")
             try #require(DataSafeRollbackTests.noteFiles(t) == ["notes.v2"], "round \(round)")
 
+            let ledger = t.state + "/data.versions/scope-app.ledger"
+            let ledgerBefore = Self.size(ledger)
             let rollback = try SpawnedProcess(t.bundle + "/bin/rollbackctl", ["rollback"], environment: processEnvironment,
                                               ownProcessGroup: true)
-            usleep(UInt32(Double.random(in: 0...span) * 1_000_000))
+            if round.isMultiple(of: 2) {
+                // Anywhere in the whole rollback.
+                usleep(UInt32(Double.random(in: 0...span) * 1_000_000))
+            } else {
+                // Inside the undo: from the moment its journal entry is written, a few ms on.
+                let deadline = Date().addingTimeInterval(30)
+                while Self.size(ledger) == ledgerBefore, !rollback.hasExited, Date() < deadline { sched_yield() }
+                usleep(UInt32.random(in: 0...4_000))
+            }
             kill(-rollback.pid, SIGKILL)
             rollback.wait()
             // A launcher child still running would be in the group too: wait it out.
             while kill(-rollback.pid, 0) == 0 { usleep(1_000) }
 
-            let ledger = (try? String(contentsOfFile: t.state + "/data.versions/scope-app.ledger", encoding: .utf8)) ?? ""
-            if ledger.split(separator: "\n").last?.contains("undo-began") == true || DataSafeRollbackTests.noteFiles(t).count > 1 {
+            let journal = (try? String(contentsOfFile: ledger, encoding: .utf8)) ?? ""
+            // The last record before the checksum line ("end <count> <sum>").
+            if journal.split(separator: "\n").last(where: { !$0.hasPrefix("end ") })?.hasPrefix("undo-began") == true {
                 tally.interruptedMidway += 1
             }
 
@@ -89,6 +101,11 @@ import Glibc
             }
         }
         return tally
+    }
+
+    static func size(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : -1
     }
 
     @Test func aHundredKillsDuringARevertLoseNoNote() throws {

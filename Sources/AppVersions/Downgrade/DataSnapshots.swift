@@ -130,19 +130,33 @@ enum DataSnapshots {
     /// Replaces `data` with a copy of `snapshot`, moving the current data set to
     /// `archive`. Repeatable: run again after a crash, it finishes the same restore.
     ///
-    /// At every moment `data` is the old data set, absent, or the whole restored one.
+    /// The copy is staged whole beside `data` before anything moves; then `data` goes to
+    /// `archive` and the staged copy takes its place, each by one rename. So at every
+    /// moment `data` is the old data set, absent, or the whole restored one, and which of
+    /// these it is follows from what exists:
+    /// - no archive: nothing moved yet; (re)stage and go on;
+    /// - an archive and a staged copy: the copy is whole but not in place; a `data` that
+    ///   exists now was made after the crash (an app that creates its directory at start):
+    ///   it is set aside next to the archive, never deleted, and the copy moves in;
+    /// - an archive and no staged copy: done.
     static func restore(_ data: String, from snapshot: String, archive: String) throws {
-        if exists(data) {
-            if exists(archive) { return }  // Already restored; only the record was missing.
-            try move(data, to: archive)
-        }
         let staging = data + ".appversions-restoring"
-        do {
-            try removeTree(staging)
-            // Always a copy: the restored files must not be shared with the snapshot.
-            try copyTree(snapshot, to: staging, excluding: nil, method: .copy)
-        } catch {
-            throw failure("copy the snapshot \(snapshot)", staging, error)
+        if !exists(archive) {
+            do {
+                try removeTree(staging)
+                // Always a copy: the restored files must not be shared with the snapshot.
+                try copyTree(snapshot, to: staging, excluding: nil, method: .copy)
+                try FileIO.fsyncDirectory(FileIO.parentDirectory(of: staging))
+            } catch {
+                throw failure("copy the snapshot \(snapshot)", staging, error)
+            }
+            if exists(data) { try move(data, to: archive) }
+        } else if !exists(staging) {
+            return  // Already restored; only the record was missing.
+        }
+        if exists(data) {
+            // Made after the crash, between the two renames. Empty in practice; kept anyway.
+            if rmdir(data) != 0 { try move(data, to: archive + ".made-during-restore") }
         }
         try move(staging, to: data)
     }
