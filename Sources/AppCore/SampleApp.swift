@@ -13,6 +13,9 @@ public struct SampleApp {
     /// demonstrations (`crash`, `hang`, `exit`) marks the start good once it is initialised.
     public func run(_ arguments: [String]) -> Int32 {
         let command = arguments.first
+        // Held until the process exits: a downgrade waits for this command to finish.
+        let lock = command == "note" ? DataLock(dataDirectory: launch.dataDirectory, exclusive: false) : nil
+        defer { withExtendedLifetime(lock) {} }
         let change: String
         do { change = try AppStartup(launch: launch).run() } catch {
             printError("Error: the sample app could not prepare its data in \(launch.dataDirectory): \(error)")

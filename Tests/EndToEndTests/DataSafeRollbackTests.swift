@@ -1,6 +1,9 @@
 import Foundation
 import SwitchbackCore
 import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Data-safe rollback through the real binaries: the sample app's notes move from format 1
 /// (1.1.0, `notes.txt`) to format 2 (1.2.0, `notes.v2`) by the step `notes-v2`, whose revert
@@ -285,5 +288,27 @@ import Testing
         #expect(help.stdout.contains("USAGE: rollbackctl rollback [--reason TEXT] [--force]"))
         let bad = try t.rollbackctl("rollforward", "--force")
         #expect(bad.status == 64)
+    }
+    // MARK: - Writers in flight
+
+    /// A `note add` in flight when a rollback starts finishes before the revert begins:
+    /// the app's note commands hold its data lock shared, the downgrade exclusively.
+    @Test func aRollbackWaitsForANoteCommandInFlight() throws {
+        let t = try TestBundle()
+        try Self.add(t, "one")
+        // Stand in for a long note command: hold the lock shared from here.
+        let fd = open(t.state + "/data.lock", O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        try #require(fd >= 0)
+        try #require(flock(fd, LOCK_SH) == 0)
+        var environment = ProcessInfo.processInfo.environment
+        environment["SWITCHBACK_STATE_DIR"] = t.state
+        let rollback = try SpawnedProcess(t.bundle + "/bin/rollbackctl", ["rollback"], environment: environment)
+        usleep(500_000)
+        #expect(!rollback.hasExited, "the downgrade must wait for the note command")
+        #expect(Self.noteFiles(t) == ["notes.v2"])
+        close(fd)
+        #expect(rollback.wait(upTo: 60) == 0)
+        #expect(Self.noteFiles(t) == ["notes.txt"])
+        #expect(try Self.notes(t) == ["one"])
     }
 }

@@ -26,6 +26,9 @@ public func switchbackDowngrade(
         report("message=The downgrade target \(target.map { String(cString: $0) } ?? "(none)") is not a version.")
         return SWITCHBACK_DOWNGRADE_FAILED
     }
+    // No note command is half done while the data changes format (see DataLock).
+    let lock = DataLock(dataDirectory: launch.dataDirectory, exclusive: true)
+    defer { withExtendedLifetime(lock) {} }
     let startup = AppStartup(launch: launch)
     makeDirectory(launch.dataDirectory)
     let migrator = startup.migrator(store: FileLedgerStore(directory: startup.ledgerDirectory),
