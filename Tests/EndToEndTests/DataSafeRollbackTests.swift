@@ -166,6 +166,26 @@ import Glibc
         #expect(Self.noteFiles(t) == ["notes.v2"])
     }
 
+    /// Supervise mode: a good build that keeps crashing is marked bad by the supervisor,
+    /// which converts the data back (the child is gone, nothing writes) before the
+    /// previous slot starts.
+    @Test func aSupervisorRollingBackACrashingGoodBuildRevertsTheNotesFirst() throws {
+        let t = try TestBundle()
+        try t.setManifestSetting("supervise.backoff_initial_ms", "20")
+        try t.setManifestSetting("supervise.backoff_max_ms", "80")
+        try Self.add(t, "old one", ["SWITCHBACK_SLOT": "previous"])
+        try Self.add(t, "new two")
+        let app = try SupervisedLauncher(t, ["serve", "--crash-after", "0.3"])
+        #expect(app.wait(upTo: 30) { app.heartbeat["slot"] == "previous" })
+        app.stop()
+        #expect(app.stderr.contains("crashed 3 times within 60 s after it was marked good; starting the previous slot"))
+        #expect(try Self.notes(t) == ["old one", "new two"])
+        #expect(Self.noteFiles(t) == ["notes.txt"])
+        let revert = try #require(try t.history().first { $0["kind"] as? String == "revert" })
+        #expect(revert["source"] as? String == "auto")
+        #expect((revert["reason"] as? String)?.contains("crashed 3 times") == true)
+    }
+
     // MARK: - Remote directive
 
     @Test func aSignedRollbackDirectiveRevertsTheNotesFirst() throws {
