@@ -41,9 +41,13 @@ public func switchbackDowngrade(
         }
         report("reader_floor=\(done.readerFloorAfter.map { "\($0)" } ?? "")")
         return SWITCHBACK_DOWNGRADE_DONE
+    } catch let error as AppVersionsError where error.code == .downgradeRefused {
+        // The launcher's side says what to do (--force); say only what blocks it.
+        report("message=migration step \"\(error.subject ?? "?")\" has neither a revert nor a snapshot to undo it with")
+        return SWITCHBACK_DOWNGRADE_REFUSED
     } catch let error as AppVersionsError {
         report("message=\(error.description)")
-        return error.code == .downgradeRefused ? SWITCHBACK_DOWNGRADE_REFUSED : SWITCHBACK_DOWNGRADE_FAILED
+        return SWITCHBACK_DOWNGRADE_FAILED
     } catch {
         report("message=\(error)")
         return SWITCHBACK_DOWNGRADE_FAILED
