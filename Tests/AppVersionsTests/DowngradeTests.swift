@@ -266,4 +266,27 @@ struct DowngradeTests {
         #expect(read(archive + "/notes.txt") == "v2")
         #expect(!FileManager.default.fileExists(atPath: files.data + ".appversions-restoring"))
     }
+    /// A step undone by a downgrade runs again on the next upgrade with a fresh snapshot;
+    /// the one before it can never be restored again, so it is deleted.
+    @Test func aStepThatRunsAgainKeepsOnlyItsNewestSnapshot() throws {
+        let files = Files()
+        defer { files.root.remove() }
+        try "v1".write(toFile: files.notes, atomically: true, encoding: .utf8)
+        let migrator = notesMigrator(files)
+        let snapshots = files.ledger + "/snapshots/app"
+        func v2Snapshots() -> [String] {
+            ((try? FileManager.default.contentsOfDirectory(atPath: snapshots)) ?? []).filter { $0.hasSuffix("-before-v2") }
+        }
+        try migrator.run(for: running("2.0.0"))
+        let first = v2Snapshots()
+        #expect(first.count == 1)
+        let report = try migrator.downgrade(to: "1.0.0")
+        #expect(report.actions.map(\.method) == [.restore])
+        try migrator.run(for: running("2.0.0"))
+        let second = v2Snapshots()
+        #expect(second.count == 1 && second != first)
+        #expect(read(files.notes) == "v2")
+        let archive = try #require(report.actions.first?.archive)
+        #expect(FileManager.default.fileExists(atPath: archive), "archives are never deleted")
+    }
 }

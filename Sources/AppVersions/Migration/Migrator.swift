@@ -208,11 +208,16 @@ public struct Migrator {
                 // A retried step keeps the snapshot taken before its first attempt: a new
                 // one would capture its half-done work.
                 let keepsSnapshot = interruptedNames.contains(step.name) && ledger.snapshots[step.name] != nil
+                var superseded: String?
                 if step.version != nil, !keepsSnapshot, let snapshot = try takeSnapshot(before: step.name, scope: scope) {
                     pending.append(.snapshot(name: step.name, path: snapshot, date: now()))
+                    superseded = ledger.snapshots[step.name]
                 }
                 pending.append(.stepBegan(name: step.name, running: running, date: now()))
                 try store.append(records: pending, to: scope)
+                // The step runs again (after a downgrade undid it): only its newest snapshot
+                // can ever be restored, so the one before goes. Archives are never touched.
+                if let superseded { try? DataSnapshots.removeTree(superseded) }
                 pending = [try perform(step, context: context, report: &report)]
             }
             if decision.isFirstInstall {

@@ -55,38 +55,39 @@ public struct KeyValueText: Sendable, Equatable {
 
     /// Escapes backslash, newline, tab and carriage return.
     public static func escape<S: StringProtocol>(_ value: S) -> String {
-        var out = ""
-        for character in value {
-            switch character {
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\t": out += "\\t"
-            case "\r": out += "\\r"
-            default: out.append(character)
+        // Scalars, not Characters: "\r\n" is one Character, which no case below matches.
+        var out = String.UnicodeScalarView()
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\\": out.append(contentsOf: "\\\\".unicodeScalars)
+            case "\n": out.append(contentsOf: "\\n".unicodeScalars)
+            case "\t": out.append(contentsOf: "\\t".unicodeScalars)
+            case "\r": out.append(contentsOf: "\\r".unicodeScalars)
+            default: out.append(scalar)
             }
         }
-        return out
+        return String(out)
     }
 
     /// Undoes `escape`.
     public static func unescape<S: StringProtocol>(_ value: S) -> String {
-        var out = ""
+        var out = String.UnicodeScalarView()
         var escaping = false
-        for character in value {
+        for scalar in value.unicodeScalars {
             if escaping {
-                switch character {
-                case "n": out += "\n"
-                case "t": out += "\t"
-                case "r": out += "\r"
-                default: out.append(character)
+                switch scalar {
+                case "n": out.append("\n")
+                case "t": out.append("\t")
+                case "r": out.append("\r")
+                default: out.append(scalar)
                 }
                 escaping = false
-            } else if character == "\\" {
+            } else if scalar == "\\" {
                 escaping = true
             } else {
-                out.append(character)
+                out.append(scalar)
             }
         }
-        return out
+        return String(out)
     }
 }

@@ -19,39 +19,78 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// pipe2(2), which the Glibc module does not export: both ends close-on-exec from birth, so
+/// a child another test thread spawns at the same moment cannot inherit a write end (and
+/// keep this pipe from ever reaching end-of-file).
+@_silgen_name("pipe2") private func pipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
+
 /// Runs a process to completion (killing it after a generous deadline) and captures both
-/// output streams.
+/// output streams. posix_spawn, poll and waitpid, no Foundation `Process`: on Linux its
+/// `run()` crashed the test process (SIGSEGV in memcpy) under many concurrent spawns, and
+/// its `waitUntilExit()` spins at 100% CPU.
 func runProcess(_ executable: String, _ arguments: [String], environment: [String: String]? = nil,
                 deadline: TimeInterval = 120) throws -> ProcessResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let environment { process.environment = environment }
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    process.standardInput = FileHandle.nullDevice
-    // Wait on a semaphore, not waitUntilExit(): that spins a run loop at 100% CPU, and on a
-    // 2-core machine two such waits starve the processes under test and every other test.
-    let exited = DispatchSemaphore(value: 0)
-    process.terminationHandler = { _ in exited.signal() }
-    try process.run()
-    // Read both pipes concurrently so a chatty process never blocks on a full pipe.
-    let group = DispatchGroup()
-    nonisolated(unsafe) var outData = Data(), errData = Data()
-    DispatchQueue.global().async(group: group) { outData = out.fileHandleForReading.readDataToEndOfFile() }
-    DispatchQueue.global().async(group: group) { errData = err.fileHandleForReading.readDataToEndOfFile() }
-    let timer = DispatchSource.makeTimerSource()
-    timer.schedule(deadline: .now() + deadline)
-    timer.setEventHandler { kill(process.processIdentifier, SIGKILL) }
-    timer.resume()
-    exited.wait()
-    timer.cancel()
-    group.wait()
-    return ProcessResult(status: process.terminationStatus,
-                         stdout: String(decoding: outData, as: UTF8.self),
-                         stderr: String(decoding: errData, as: UTF8.self),
-                         signaled: process.terminationReason == .uncaughtSignal)
+    var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1]
+    guard pipe2(&out, O_CLOEXEC) == 0 else { throw TestFailure("pipe2 failed: \(errno)") }
+    guard pipe2(&err, O_CLOEXEC) == 0 else { close(out[0]); close(out[1]); throw TestFailure("pipe2 failed: \(errno)") }
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1)
+    posix_spawn_file_actions_adddup2(&actions, err[1], 2)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    var defaults = sigset_t()
+    sigfillset(&defaults)
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
+    var pid: pid_t = 0
+    let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    close(out[1])
+    close(err[1])
+    guard spawned == 0 else {
+        close(out[0]); close(err[0])
+        throw TestFailure("posix_spawn \(executable) failed: \(String(cString: strerror(spawned)))")
+    }
+
+    // Read both pipes until both reach end-of-file, so a chatty process never blocks.
+    var collected: [Int32: [UInt8]] = [out[0]: [], err[0]: []]
+    var open = [out[0], err[0]]
+    let giveUpAt = Date().addingTimeInterval(deadline)
+    var killed = false
+    var buffer = [UInt8](repeating: 0, count: 65536)
+    while !open.isEmpty {
+        var fds = open.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+        let ready = poll(&fds, nfds_t(fds.count), 200)
+        if ready < 0 && errno != EINTR { break }
+        if !killed && Date() > giveUpAt { kill(pid, SIGKILL); killed = true }
+        for entry in fds where entry.revents != 0 {
+            let count = buffer.withUnsafeMutableBytes { read(entry.fd, $0.baseAddress, $0.count) }
+            if count > 0 {
+                collected[entry.fd]! += buffer[0..<count]
+            } else if count == 0 || errno != EINTR {
+                open.removeAll { $0 == entry.fd }
+            }
+        }
+    }
+    close(out[0])
+    close(err[0])
+    var status: Int32 = 0
+    while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
+    let signal = status & 0x7F
+    return ProcessResult(status: signal == 0 ? (status >> 8) & 0xFF : signal,
+                         stdout: String(decoding: collected[out[0]]!, as: UTF8.self),
+                         stderr: String(decoding: collected[err[0]]!, as: UTF8.self),
+                         signaled: signal != 0)
 }
 
 /// Runs a command and throws unless it exits 0.
