@@ -10,16 +10,17 @@ import AppVersions
 struct DataStatePublisher {
     let path: String
     let version: String
-    let target: Version
+    /// The previous slot's version, parsed only when a plan is made (not at every start).
+    let target: String
 
     /// Nil unless this is the current slot under the launcher: only the newer build knows
     /// its steps, and the previous slot's data is what a rollback left.
     init?(launch: LaunchInfo) {
         guard launch.slot == "current", let directory = launch.stateDirectory,
-              let other = launch.otherSlotVersion, let target = try? Version(tolerant: other) else { return nil }
+              let other = launch.otherSlotVersion else { return nil }
         path = directory + "/data-state"
         version = launch.version
-        self.target = target
+        target = other
     }
 
     var exists: Bool { fileExists(path) }
@@ -31,7 +32,7 @@ struct DataStatePublisher {
     func publish(_ migrator: Migrator) {
         let floor: String, plan: String, detail: String
         do {
-            let planned = try migrator.downgradePlan(to: target)
+            let planned = try migrator.downgradePlan(to: try Version(tolerant: target))
             floor = planned.readerFloor.map { "\($0)" } ?? ""
             (plan, detail) = Self.describe(planned)
         } catch {
