@@ -15,10 +15,10 @@ enum Help {
       -h, --help          Show help information.
 
     SUBCOMMANDS:
-      status              Which slot runs next and why; both slots' versions.
-      rollback            Persist the flag: run the previous slot.
+      status              Which slot runs next and why; both slots' versions; the data.
+      rollback            Convert the data back, then persist the flag: run the previous slot.
       rollforward         Clear the flag: run the current slot.
-      history             Every switch: when, from, to, source, reason.
+      history             Every switch and data conversion: when, from, to, source, reason.
       mark-good           Mark a slot's build good: its starts are no longer counted.
       mark-bad            Mark a slot's build bad: the other slot runs.
       verify              Check both slots against the manifest.
@@ -34,10 +34,13 @@ enum Help {
         "status": """
         OVERVIEW: Show which slot the next start runs, and why in one sentence.
 
+        Also the data's reader floor and whether a rollback is data-safe now, as the
+        current build last published them.
+
         USAGE: rollbackctl status [--json]
 
         OPTIONS:
-          --json              Print JSON (active_slot, rollback, source, reason, slots, ...).
+          --json              Print JSON (active_slot, rollback, source, reason, slots, data, ...).
           -h, --help          Show help information.
         """,
         "rollback": """
@@ -66,7 +69,8 @@ enum Help {
           -h, --help          Show help information.
         """,
         "history": """
-        OVERVIEW: Show every switch and fallback: when, from, to, source, reason.
+        OVERVIEW: Show every switch and fallback, and every revert, restore and archive of
+        the data before a rollback: when, from, to, source, reason.
 
         USAGE: rollbackctl history [--json]
 
