@@ -85,6 +85,9 @@ struct DowngradeTests {
             try migrator.downgrade(to: "1.0.0")
         } throws: { ($0 as? AppVersionsError)?.code == .downgradeFailed }
         #expect(try migrator.readerFloor() == "2.0.0")
+        // A thrown error is not a crash: the next start runs, without retrying the revert.
+        let next = try migrator.run(for: running("2.0.0"))
+        #expect(next.recoveredUndos.isEmpty && next.ran.isEmpty)
     }
 
     // MARK: Snapshots, refusal, force

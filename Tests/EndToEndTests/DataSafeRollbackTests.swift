@@ -309,6 +309,43 @@ import Glibc
         let bad = try t.rollbackctl("rollforward", "--force")
         #expect(bad.status == 64)
     }
+    @Test func aRevertThatFailsSwitchesNothingAndRunsAgainOnceFixed() throws {
+        let t = try TestBundle()
+        try Self.add(t, "one")
+        // Something in the way of notes.txt: the revert cannot write it.
+        try FileManager.default.createDirectory(atPath: t.state + "/data/notes.txt", withIntermediateDirectories: true)
+        let failed = try t.rollbackctl("rollback")
+        #expect(failed.status == 1)
+        #expect(failed.stderr == "Error: Converting the data back for the previous build (\(t.previousVersion)) failed: undoing migration step \"notes-v2\" failed: cannot convert \(t.state)/data/notes.v2 back to \(t.state)/data/notes.txt. Nothing was switched; fix the cause and run 'rollbackctl rollback' again (it resumes where it stopped).\n")
+        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(FileManager.default.fileExists(atPath: t.state + "/data/notes.v2"), "the notes are where they were")
+        #expect(try Self.notes(t) == ["one"], "the current build still reads them")
+
+        try FileManager.default.removeItem(atPath: t.state + "/data/notes.txt")
+        let fixed = try t.rollbackctl("rollback")
+        #expect(fixed.status == 0, "\(fixed)")
+        #expect(try Self.notes(t) == ["one"])
+        #expect(Self.noteFiles(t) == ["notes.txt"])
+    }
+
+    @Test func aCurrentSlotThatCannotBeLoadedRefusesTheRollbackUnlessForced() throws {
+        let t = try TestBundle()
+        try Self.add(t, "one")
+        try shell("truncate", "-s", "4096", t.slotPath(.current))
+        let refused = try t.rollbackctl("rollback")
+        #expect(refused.status == 1)
+        #expect(refused.stderr.hasPrefix("Error: The current build (\(t.currentVersion)) could not be loaded to convert its data back for \(t.previousVersion): The current slot at \(t.slotPath(.current)) is truncated"), "\(refused.stderr)")
+        #expect(refused.stderr.hasSuffix("Run 'rollbackctl rollback --force' to switch without converting the data.\n"))
+        #expect(try t.status()["rollback"] as? Bool == false)
+
+        let forced = try t.rollbackctl("rollback", "--force")
+        #expect(forced.status == 0)
+        #expect(forced.stderr.hasPrefix("Warning: The current build (\(t.currentVersion)) could not be loaded"))
+        #expect(forced.stderr.hasSuffix("Switching anyway (--force); the data is left as it is.\n"))
+        #expect(forced.stdout == "Rolled back: the next start runs the previous slot (\(t.previousVersion)).\n")
+        #expect(Self.noteFiles(t) == ["notes.v2"])
+    }
+
     // MARK: - Writers in flight
 
     /// A `note add` in flight when a rollback starts finishes before the revert begins:

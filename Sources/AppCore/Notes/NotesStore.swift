@@ -44,7 +44,9 @@ public struct NotesStore {
     /// then removes `notes.txt`. Safe to repeat after an interruption.
     public func migrateFromFormat1() -> Bool {
         guard access(legacyPath, F_OK) == 0 else { return true }
-        let body = readLines(legacyPath).map { "0\t\($0)" }
+        // An unreadable file must fail the step, not become an empty store.
+        guard let lines = readLinesIfReadable(legacyPath) else { return false }
+        let body = lines.map { "0\t\($0)" }
         guard replaceFile(path, with: ([Self.header] + body).joined(separator: "\n") + "\n") else { return false }
         return unlink(legacyPath) == 0
     }
@@ -55,6 +57,7 @@ public struct NotesStore {
     /// holds everything it had.
     public func revertToFormat1() -> Bool {
         guard access(path, F_OK) == 0 else { return true }
+        guard readLinesIfReadable(path) != nil else { return false }
         let body = list().map { $0 + "\n" }.joined()
         guard replaceFile(legacyPath, with: body) else { return false }
         return unlink(path) == 0
@@ -63,7 +66,12 @@ public struct NotesStore {
 
 /// The lines of a file (without newlines); empty when it does not exist.
 func readLines(_ path: String) -> [String] {
-    guard let file = fopen(path, "r") else { return [] }
+    readLinesIfReadable(path) ?? []
+}
+
+/// The lines of a file (without newlines); nil when it cannot be opened for reading.
+func readLinesIfReadable(_ path: String) -> [String]? {
+    guard let file = fopen(path, "r") else { return nil }
     defer { fclose(file) }
     var lines: [String] = []
     var line: UnsafeMutablePointer<CChar>?

@@ -45,6 +45,10 @@ public func switchbackDowngrade(
         // The launcher's side says what to do (--force); say only what blocks it.
         report("message=migration step \"\(error.subject ?? "?")\" has neither a revert nor a snapshot to undo it with")
         return SWITCHBACK_DOWNGRADE_REFUSED
+    } catch let error as AppVersionsError where error.code == .downgradeFailed && error.underlying != nil {
+        // The launcher's side says that nothing switched and to run it again.
+        report("message=undoing migration step \"\(error.subject ?? "?")\" failed: \(error.underlying!)")
+        return SWITCHBACK_DOWNGRADE_FAILED
     } catch let error as AppVersionsError {
         report("message=\(error.description)")
         return SWITCHBACK_DOWNGRADE_FAILED

@@ -79,6 +79,7 @@ extension Migrator {
                 case .revert:
                     try store.append(records: [.undoBegan(name: step.name, method: .revert, archive: nil, date: now())], to: scope)
                     try runRevert(step.name, scope: scope, running: running, previous: ledger.lastMigrated, isRetry: false)
+                    // (A revert that throws closes its journal entry in runRevert.)
                     try store.append(records: [.undone(name: step.name, method: .revert, archive: nil, date: now())], to: scope)
                     report.actions.append(DowngradeAction(name: step.name, method: .revert, archive: nil, isRecovery: false))
                 case .restoreSnapshot(let snapshot):
@@ -274,6 +275,10 @@ extension Migrator {
         do {
             try revert(context)
         } catch {
+            // A thrown error, unlike a crash, is the revert's own verdict: it must leave the
+            // data readable by the release that runs it, as a failing step must. Close the
+            // journal entry, so that the next start runs rather than retrying it.
+            try? store.append(records: [.undoFailed(name: name, method: .revert, date: now())], to: scope)
             throw AppVersionsError(
                 .downgradeFailed,
                 "The revert of migration step \"\(name)\" failed in scope \"\(scope.name)\" with \(error); fix the cause and run the downgrade again (it resumes where it stopped).",

@@ -93,6 +93,8 @@ struct Ledger {
         case .undoBegan(let name, let method, let archive, _):
             openUndos.removeAll { $0.name == name }
             openUndos.append((name, method, archive))
+        case .undoFailed(let name, _, _):
+            openUndos.removeAll { $0.name == name }
         case .undone(let name, _, _, _):
             openUndos.removeAll { $0.name == name }
             finished[name] = nil

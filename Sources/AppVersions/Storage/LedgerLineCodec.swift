@@ -61,6 +61,8 @@ enum LedgerLineCodec {
             return join(["undo-began", date(when), escape(name), method.rawValue, optional(archive)])
         case .undone(let name, let method, let archive, let when):
             return join(["undone", date(when), escape(name), method.rawValue, optional(archive)])
+        case .undoFailed(let name, let method, let when):
+            return join(["undo-failed", date(when), escape(name), method.rawValue, optional(nil)])
         case .unknown(let line):
             return line
         }
@@ -163,7 +165,7 @@ enum LedgerLineCodec {
             let when = try reader.date()
             let name = try reader.string("step name")
             return .snapshot(name: name, path: try reader.string("snapshot path"), date: when)
-        case "undo-began", "undone":
+        case "undo-began", "undone", "undo-failed":
             let when = try reader.date()
             let name = try reader.string("step name")
             let word = try reader.string("undo method")
@@ -171,9 +173,11 @@ enum LedgerLineCodec {
                 throw Problem(message: "unknown undo method \"\(word)\"")
             }
             let archive = try reader.optionalString("archive path")
-            return String(decoding: kind, as: UTF8.self) == "undone"
-                ? .undone(name: name, method: method, archive: archive, date: when)
-                : .undoBegan(name: name, method: method, archive: archive, date: when)
+            switch String(decoding: kind, as: UTF8.self) {
+            case "undone": return .undone(name: name, method: method, archive: archive, date: when)
+            case "undo-failed": return .undoFailed(name: name, method: method, date: when)
+            default: return .undoBegan(name: name, method: method, archive: archive, date: when)
+            }
         default:
             guard let first = kind.first, first >= 97 && first <= 122 else {
                 throw Problem(message: "it does not start with an entry kind")

@@ -27,6 +27,9 @@ indirect enum LedgerRecord: Sendable, Equatable {
     case undoBegan(name: String, method: UndoMethod, archive: String?, date: Date)
     /// A downgrade undid the step `name`: it is no longer applied and runs again on upgrade.
     case undone(name: String, method: UndoMethod, archive: String?, date: Date)
+    /// The revert of the step `name` threw: the undo is over, the step stays applied, and
+    /// the next start does not retry it (the next downgrade does).
+    case undoFailed(name: String, method: UndoMethod, date: Date)
     /// A line written by a newer AppVersions; kept as it is and otherwise ignored.
     case unknown(String)
 }
