@@ -19,6 +19,36 @@ struct TestFailure: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
+/// Starts `executable` with posix_spawn: stdin from /dev/null, `redirect` adding the other
+/// file actions, every signal unblocked and at its default, optionally leading a new
+/// process group. The test process's own signal mask and handlers never leak in.
+func spawn(_ executable: String, _ arguments: [String], environment: [String: String], ownProcessGroup: Bool = false,
+           redirect: (inout posix_spawn_file_actions_t) -> Void) -> Result<pid_t, TestFailure> {
+    var actions = posix_spawn_file_actions_t()
+    posix_spawn_file_actions_init(&actions)
+    defer { posix_spawn_file_actions_destroy(&actions) }
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+    redirect(&actions)
+    var attributes = posix_spawnattr_t()
+    posix_spawnattr_init(&attributes)
+    defer { posix_spawnattr_destroy(&attributes) }
+    var empty = sigset_t()
+    sigemptyset(&empty)
+    posix_spawnattr_setsigmask(&attributes, &empty)
+    var defaults = sigset_t()
+    sigfillset(&defaults)
+    posix_spawnattr_setsigdefault(&attributes, &defaults)
+    if ownProcessGroup { posix_spawnattr_setpgroup(&attributes, 0) }
+    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF | (ownProcessGroup ? POSIX_SPAWN_SETPGROUP : 0)))
+    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+    defer { (argv + envp).forEach { free($0) } }
+    var pid: pid_t = 0
+    let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    guard result == 0 else { return .failure(TestFailure("posix_spawn \(executable) failed: \(String(cString: strerror(result)))")) }
+    return .success(pid)
+}
+
 /// pipe2(2), which the Glibc module does not export: both ends close-on-exec from birth, so
 /// a child another test thread spawns at the same moment cannot inherit a write end (and
 /// keep this pipe from ever reaching end-of-file).
@@ -33,33 +63,16 @@ func runProcess(_ executable: String, _ arguments: [String], environment: [Strin
     var out: [Int32] = [-1, -1], err: [Int32] = [-1, -1]
     guard pipe2(&out, O_CLOEXEC) == 0 else { throw TestFailure("pipe2 failed: \(errno)") }
     guard pipe2(&err, O_CLOEXEC) == 0 else { close(out[0]); close(out[1]); throw TestFailure("pipe2 failed: \(errno)") }
-    var actions = posix_spawn_file_actions_t()
-    posix_spawn_file_actions_init(&actions)
-    defer { posix_spawn_file_actions_destroy(&actions) }
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1)
-    posix_spawn_file_actions_adddup2(&actions, err[1], 2)
-    var attributes = posix_spawnattr_t()
-    posix_spawnattr_init(&attributes)
-    defer { posix_spawnattr_destroy(&attributes) }
-    var empty = sigset_t()
-    sigemptyset(&empty)
-    posix_spawnattr_setsigmask(&attributes, &empty)
-    var defaults = sigset_t()
-    sigfillset(&defaults)
-    posix_spawnattr_setsigdefault(&attributes, &defaults)
-    posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
-    let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    let envp = (environment ?? ProcessInfo.processInfo.environment).map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer { (argv + envp).forEach { free($0) } }
-    var pid: pid_t = 0
-    let spawned = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+    let spawned = spawn(executable, arguments, environment: environment ?? ProcessInfo.processInfo.environment) { actions in
+        posix_spawn_file_actions_adddup2(&actions, out[1], 1)
+        posix_spawn_file_actions_adddup2(&actions, err[1], 2)
+    }
     close(out[1])
     close(err[1])
-    guard spawned == 0 else {
+    let pid: pid_t
+    do { pid = try spawned.get() } catch {
         close(out[0]); close(err[0])
-        throw TestFailure("posix_spawn \(executable) failed: \(String(cString: strerror(spawned)))")
+        throw error
     }
 
     // Read both pipes until both reach end-of-file, so a chatty process never blocks.
@@ -139,27 +152,10 @@ final class SpawnedProcess {
     /// `kill(-pid, ...)` reaches everything it started.
     init(_ executable: String, _ arguments: [String], environment: [String: String],
          stdout: String = "/dev/null", stderr: String = "/dev/null", ownProcessGroup: Bool = false) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        if ownProcessGroup { posix_spawnattr_setpgroup(&attributes, 0) }
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | (ownProcessGroup ? POSIX_SPAWN_SETPGROUP : 0)))
-        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer { (argv + envp).forEach { free($0) } }
-        var pid: pid_t = 0
-        let result = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw TestFailure("posix_spawn \(executable) failed: \(result)") }
-        self.pid = pid
+        pid = try spawn(executable, arguments, environment: environment, ownProcessGroup: ownProcessGroup) { actions in
+            posix_spawn_file_actions_addopen(&actions, 1, stdout, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+            posix_spawn_file_actions_addopen(&actions, 2, stderr, O_WRONLY | O_CREAT | O_APPEND, 0o600)
+        }.get()
     }
 
     /// True once the child has exited (and was reaped).
