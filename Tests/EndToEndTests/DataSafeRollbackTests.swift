@@ -346,6 +346,60 @@ import Glibc
         #expect(Self.noteFiles(t) == ["notes.v2"])
     }
 
+    /// Notes in format 2 whose step has neither revert (SAMPLE_NO_REVERT) nor snapshot, with
+    /// the data state republished to say so; `rolledBack` sets the flag first, while the
+    /// data is still readable.
+    static func stranded(_ t: TestBundle, rolledBack: Bool) throws {
+        if rolledBack { try #require(try t.rollbackctl("rollback").status == 0) }
+        try add(t, "old", noRevert.merging(["SWITCHBACK_SLOT": "previous"]) { $1 })
+        try add(t, "new", noRevert.merging(["SWITCHBACK_SLOT": "current"]) { $1 })
+        try FileManager.default.removeItem(atPath: t.state + "/data.versions/snapshots")
+        try FileManager.default.removeItem(atPath: t.state + "/data-state")
+        _ = try t.launcher(environment: noRevert.merging(["SWITCHBACK_SLOT": "current"]) { $1 })
+        try #require(try data(t)["rollback_plan"] as? String == "refused")
+    }
+
+    @Test func aForcedPreviousSlotStopsRatherThanMisreadTheData() throws {
+        let t = try TestBundle()
+        try Self.stranded(t, rolledBack: false)
+        let result = try t.launcher("note", "list", environment: Self.noRevert.merging(["SWITCHBACK_SLOT": "previous"]) { $1 })
+        #expect(result.status == 70)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.hasPrefix("launcher: The previous build (\(t.previousVersion)) cannot read the data the current build (\(t.currentVersion)) left, and it cannot be converted back: "), "\(result.stderr)")
+        #expect(result.stderr.hasSuffix("SWITCHBACK_SLOT forces the previous slot, so the launcher stops here.\n"))
+        #expect(Self.noteFiles(t) == ["notes.v2"])
+    }
+
+    @Test func aRolledBackStartOnDataThePreviousCannotReadRunsTheCurrentSlot() throws {
+        let t = try TestBundle()
+        try Self.stranded(t, rolledBack: true)
+        let result = try t.launcher("note", "list", environment: Self.noRevert)
+        #expect(result.status == 0)
+        #expect(result.stdout == "old\nnew\n", "the current build runs, on its own data")
+        #expect(result.stderr.hasPrefix("launcher: The previous build (\(t.previousVersion)) cannot read the data"), "\(result.stderr)")
+        #expect(result.stderr.hasSuffix("Running the current slot (\(t.currentVersion)) instead.\n"))
+        #expect(try t.status()["rollback"] as? Bool == true, "the flag is the operator's; it stays")
+    }
+
+    @Test func markBadThatWouldStrandTheDataMarksButDoesNotSwitch() throws {
+        let t = try TestBundle()
+        try Self.stranded(t, rolledBack: false)
+        let result = try t.run(t.bundle + "/bin/rollbackctl", ["mark-bad", "current"], environment: Self.noRevert)
+        #expect(result.status == 1)
+        #expect(result.stdout == "Marked the current build (\(t.currentVersion)) bad.\n")
+        #expect(result.stderr.hasPrefix("Error: The previous build (\(t.previousVersion)) cannot read the data"))
+        #expect(try t.health("current")["verdict"] as? String == "bad")
+        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(Self.noteFiles(t) == ["notes.v2"])
+    }
+
+    @Test func anUnknownDowngradeModeIsRefusedByTheLauncher() throws {
+        let t = try TestBundle()
+        let result = try t.launcher(environment: ["SWITCHBACK_DOWNGRADE": "maybe"])
+        #expect(result.status == 70)
+        #expect(result.stdout == "message=SWITCHBACK_DOWNGRADE must be 'run' or 'force', not 'maybe'.\n")
+    }
+
     // MARK: - Writers in flight
 
     /// A `note add` in flight when a rollback starts finishes before the revert begins:

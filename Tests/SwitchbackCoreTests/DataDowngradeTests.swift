@@ -26,6 +26,21 @@ import Testing
         #expect(outcome.message == "all fine")
     }
 
+    @Test func aDowngradeThatSaysDoneWithTheFloorStillAboveThePreviousVersionFailed() {
+        let slot = { (version: String) in Manifest.SlotRecord(version: version, build: "b", abiStamp: "a", size: 1, sha256: "s") }
+        let downgrade = DataDowngrade(bundleRoot: "/b", manifest: Manifest(appID: "id", current: slot("1.2.0"), previous: slot("1.1.0")),
+                                      directory: StateDirectory(path: "/s"))
+        var outcome = DataDowngrade.parse(Array("reader_floor=1.2.0\n".utf8))
+        outcome.status = .done
+        let checked = downgrade.checked(outcome)
+        #expect(checked.status == .failed)
+        #expect(checked.message == "the current build's downgrade said it was done, but the data's reader floor is still 1.2.0")
+        for floor in ["1.1.0", "1.0.0", ""] {
+            outcome.readerFloor = floor
+            #expect(downgrade.checked(outcome).status == .done, "floor \(floor)")
+        }
+    }
+
     @Test func anEmptyReportSaysNothing() {
         let outcome = DataDowngrade.parse([])
         #expect(outcome.undone.isEmpty && outcome.readerFloor == nil && outcome.message == nil)

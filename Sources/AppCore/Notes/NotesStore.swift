@@ -21,7 +21,12 @@ public struct NotesStore {
 
     /// Every note, oldest first.
     public func list() -> [String] {
-        readLines(path).dropFirst().compactMap { line in
+        Self.notes(inFormat2: readLines(path))
+    }
+
+    /// The texts of format-2 lines (the header first).
+    static func notes(inFormat2 lines: [String]) -> [String] {
+        lines.dropFirst().compactMap { line in
             line.firstIndex(of: "\t").map { String(line[line.index(after: $0)...]) }
         }
     }
@@ -57,8 +62,8 @@ public struct NotesStore {
     /// holds everything it had.
     public func revertToFormat1() -> Bool {
         guard access(path, F_OK) == 0 else { return true }
-        guard readLinesIfReadable(path) != nil else { return false }
-        let body = list().map { $0 + "\n" }.joined()
+        guard let lines = readLinesIfReadable(path) else { return false }
+        let body = Self.notes(inFormat2: lines).map { $0 + "\n" }.joined()
         guard replaceFile(legacyPath, with: body) else { return false }
         return unlink(path) == 0
     }

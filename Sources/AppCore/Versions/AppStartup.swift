@@ -22,9 +22,10 @@ struct AppStartup {
     /// The steps of the sample app, in one place.
     func migrator(store: FileLedgerStore, notes: NotesStore) -> Migrator {
         var migrator = Migrator(store: store)
-        // Snapshots before each step are full copies: `note add` appends to notes.v2 in
-        // place, so a hard link would let later notes leak into the snapshot.
         migrator.dataDirectory = launch.dataDirectory
+        // Full copies, not hard links: `note add` appends to notes.v2 in place, so a linked
+        // snapshot would change with every later note.
+        migrator.snapshotMethod = .copy
         // Installs from before 1.2.0 did not track versions; their notes.txt says 1.1.0.
         migrator.baseline = { _ in fileExists(notes.legacyPath) ? Version(1, 1, 0) : nil }
         migrator.registerFirstInstall("create-notes-store") { _ in

@@ -70,7 +70,7 @@ public struct DataDowngrade: Sendable {
     /// Runs the current build's downgrade to the previous slot's version, waits for it,
     /// and records what it undid in the history (with `source` and `reason`).
     public func run(force: Bool, source: ChoiceSource, reason: String?) -> Outcome {
-        var outcome = spawnChild(force: force)
+        var outcome = checked(spawnChild(force: force))
         if outcome.status == .done || outcome.status == .failed {
             record(outcome.undone, source: source, reason: reason)
         }
@@ -78,6 +78,17 @@ public struct DataDowngrade: Sendable {
             outcome.message = "the current build's downgrade ended without saying why."
         }
         return outcome
+    }
+
+    /// Takes the app's word only when it adds up: a downgrade that says it is done while the
+    /// reader floor it reports is still above the previous version did not do its job.
+    func checked(_ outcome: Outcome) -> Outcome {
+        guard outcome.status == .done, let floor = outcome.readerFloor, !floor.isEmpty,
+              DottedVersion.compare(floor, manifest.previous.version) > 0 else { return outcome }
+        var failed = outcome
+        failed.status = .failed
+        failed.message = "the current build's downgrade said it was done, but the data's reader floor is still \(floor)"
+        return failed
     }
 
     /// One sentence for a switch that may not go ahead: what was found, and what to do.
@@ -114,25 +125,15 @@ public struct DataDowngrade: Sendable {
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
         posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
 
-        // A supervisor blocks the signals it reads through a signalfd: unblock them in the child.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in [SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD, SIGPIPE] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-
         let environment = childEnvironment(force: force)
         let arguments = [launcherPath]
         var pid: pid_t = 0
-        let spawned = withCStrings(arguments) { argv in
-            withCStrings(environment) { envp in
-                posix_spawn(&pid, launcherPath, &actions, &attributes, argv, envp)
+        // A supervisor blocks the signals it reads through a signalfd: unblocked in the child.
+        let spawned = withChildSpawnAttributes { attributes in
+            withCStrings(arguments) { argv in
+                withCStrings(environment) { envp in
+                    posix_spawn(&pid, launcherPath, &actions, attributes, argv, envp)
+                }
             }
         }
         close(pipeEnds[1])
@@ -140,7 +141,7 @@ public struct DataDowngrade: Sendable {
             close(pipeEnds[0])
             return Outcome(status: .unavailable, message: "cannot start \(launcherPath): \(errorString(spawned))")
         }
-        let report = readAll(pipeEnds[0])
+        let report = (try? FileSystem.readToEnd(pipeEnds[0], path: "the downgrade's report")) ?? []
         close(pipeEnds[0])
         var status: Int32 = 0
         _ = retryingInterrupts { waitpid(pid, &status, 0) }
@@ -222,23 +223,4 @@ public struct DataDowngrade: Sendable {
             for event in events { try log.append(event) }
         }
     }
-}
-
-/// Reads a descriptor to its end.
-func readAll(_ fd: Int32) -> [UInt8] {
-    var result: [UInt8] = []
-    var buffer = [UInt8](repeating: 0, count: 4096)
-    while true {
-        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-        if count > 0 { result += buffer[0..<count]; continue }
-        if count < 0 && errno == EINTR { continue }
-        return result
-    }
-}
-
-/// Calls `body` with a NULL-terminated array of C strings.
-func withCStrings<T>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> T) -> T {
-    let pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) } + [nil]
-    defer { pointers.forEach { free($0) } }
-    return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
 }

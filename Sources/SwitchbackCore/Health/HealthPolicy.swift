@@ -55,7 +55,7 @@ public enum HealthPolicy {
         return choice
     }
 
-    private static func capitalized(_ text: String) -> String {
+    static func capitalized(_ text: String) -> String {
         text.prefix(1).uppercased() + text.dropFirst()
     }
 }

@@ -162,7 +162,7 @@ public enum Launcher {
                 let downgrade = DataDowngrade(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
                 let outcome = downgrade.run(force: false, source: .auto, reason: reason)
                 guard outcome.allowsSwitch else {
-                    printError("launcher: \(capitalizedFirst(reason)), but it stays: \(downgrade.refusal(outcome, command: "rollbackctl rollback"))")
+                    printError("launcher: \(HealthPolicy.capitalized(reason)), but it stays: \(downgrade.refusal(outcome, command: "rollbackctl rollback"))")
                     return choice.markBad == nil ? record : store.load().record
                 }
             }
@@ -219,9 +219,6 @@ public enum Launcher {
         return UnsafePointer(context)
     }
 
-    static func capitalizedFirst(_ text: String) -> String {
-        text.prefix(1).uppercased() + text.dropFirst()
-    }
 
     // MARK: - Failing
 

@@ -107,9 +107,6 @@ public struct RemoteCheckTrigger: Sendable {
 
     /// Calls `body` with a NULL-terminated argv: the program, `--state-dir`, `--bundle`, then `arguments`.
     private func withCArguments<T>(_ arguments: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> T) -> T {
-        let all = [programPath, "--state-dir", directory.path, "--bundle", bundleRoot] + arguments
-        let pointers: [UnsafeMutablePointer<CChar>?] = all.map { strdup($0) } + [nil]
-        defer { pointers.forEach { free($0) } }
-        return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }
+        withCStrings([programPath, "--state-dir", directory.path, "--bundle", bundleRoot] + arguments, body)
     }
 }

@@ -124,19 +124,8 @@ public final class Supervisor {
         _ = fcntl(pipeFDs[0], F_SETFD, FD_CLOEXEC)
         setenv(Self.parentVariable, String(getpid()), 1)
         setenv(Self.reportVariable, String(pipeFDs[1]), 1)
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        var empty = sigset_t()
-        sigemptyset(&empty)
-        posix_spawnattr_setsigmask(&attributes, &empty)
-        var defaults = sigset_t()
-        sigemptyset(&defaults)
-        for signal in Self.forwarded + [SIGCHLD] { sigaddset(&defaults, signal) }
-        posix_spawnattr_setsigdefault(&attributes, &defaults)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var pid: pid_t = 0
-        let result = posix_spawn(&pid, "/proc/self/exe", nil, &attributes, CommandLine.unsafeArgv, environ)
-        posix_spawnattr_destroy(&attributes)
+        let result = withChildSpawnAttributes { posix_spawn(&pid, "/proc/self/exe", nil, $0, CommandLine.unsafeArgv, environ) }
         close(pipeFDs[1])
         unsetenv(Self.parentVariable)
         unsetenv(Self.reportVariable)

@@ -13,6 +13,11 @@ public enum FileSystem {
             throw .system("Opening", path: path, errno: openError)
         }
         defer { close(fd) }
+        return try readToEnd(fd, path: path, limit: limit)
+    }
+
+    /// Reads `fd` (a file or a pipe) to its end; `path` names it in errors.
+    public static func readToEnd(_ fd: Int32, path: String, limit: Int = 16 << 20) throws(SwitchbackError) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16 << 10)
         while true {
