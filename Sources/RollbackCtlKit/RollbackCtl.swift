@@ -83,6 +83,9 @@ public enum RollbackCtl {
         let parsed = try ParsedArguments(tail, subcommand: name, valued: valued, repeated: repeated, flags: flags,
                                          maxPositionals: positionals)
         if parsed.wantsHelp { console.out(help); return }
+        if let reason = parsed.options["--reason"], reason.utf8.count > Limits.reasonBytes {
+            throw .usage("The reason is \(reason.utf8.count) bytes long; give at most \(Limits.reasonBytes) (the history and status show it on one line).", subcommand: name)
+        }
         stateDirectory = parsed.options["--state-dir"] ?? stateDirectory
         bundle = parsed.options["--bundle"] ?? bundle
 

@@ -93,9 +93,10 @@ public struct Migrator {
     /// Traps if a step with the same name is already registered, or the name is empty:
     /// names identify steps in the ledger, so a duplicate is a programmer mistake.
     public mutating func register(_ step: MigrationStep) {
-        precondition(!step.name.isEmpty, "A migration step was registered with an empty name; give every step a unique name.")
+        // fatalError, not precondition: -O builds drop a precondition's message.
+        if step.name.isEmpty { fatalError("A migration step was registered with an empty name; give every step a unique name.") }
         guard names.insert(step.name).inserted else {
-            preconditionFailure("Migration step \"\(step.name)\" is registered twice; give every step a unique name.")
+            fatalError("Migration step \"\(step.name)\" is registered twice; give every step a unique name.")
         }
         steps.append(step)
     }

@@ -29,7 +29,7 @@ extension Version: CustomStringConvertible, LosslessStringConvertible, Expressib
         do {
             self = try Version(tolerant: value)
         } catch {
-            preconditionFailure("\(error)")
+            fatalError("\(error)")
         }
     }
 }

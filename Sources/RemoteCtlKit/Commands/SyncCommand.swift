@@ -82,21 +82,16 @@ struct SyncCommand {
         if let directive = result.outcome.appliedDirective {
             do {
                 let reason = "\(directive.reason) (directive serial \(directive.serial))"
-                if directive.decision == .runPrevious {
-                    // The data first: a refusal leaves the serial unaccepted, so the next sync tries again.
-                    try workspace.downgradeDataForRollback(force: false, source: .remote, reason: reason,
-                                                           command: "rollbackctl rollback", background ? .silent : console)
-                }
-                let outcome = try workspace.store.setRollback(directive.decision == .runPrevious, source: .remote, reason: reason)
+                // The data first: a refusal leaves the serial unaccepted, so the next sync tries again.
+                let outcome = try workspace.switchFlag(rollback: directive.decision == .runPrevious, source: .remote, reason: reason,
+                                                       background ? .silent : console)
                 applied = (directive, outcome)
-            } catch let error as CommandError {
-                if case .failure(let message) = error { applyFailure = message } else { applyFailure = "\(error)" }
-                applyFailure = "Directive serial \(directive.serial) is authentic but was not applied: \(applyFailure!)"
-                applyFailureCode = "data_not_downgradable"
-            } catch let error as SwitchbackError {
-                applyFailure = "Directive serial \(directive.serial) is authentic but could not be applied: \(error.message)"
             } catch {
-                applyFailure = "Directive serial \(directive.serial) is authentic but could not be applied: \(error)"
+                let message: String
+                if case .failure(let text) = error { message = text } else { message = "\(error)" }
+                applyFailure = "Directive serial \(directive.serial) is authentic but was not applied: \(message)"
+                // A write failure is not a refusal of the data; both leave the serial unaccepted.
+                applyFailureCode = message.hasPrefix("Could not record") || message.contains("could not be written") ? "state_not_writable" : "data_not_downgradable"
             }
         }
         do {

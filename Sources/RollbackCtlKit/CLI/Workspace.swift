@@ -35,7 +35,7 @@ package struct Workspace {
 
     /// The verdict on the build in `slot` now.
     func health(of slot: BuildSlot, in record: HealthRecord) -> SlotHealth {
-        record.health(of: slot, build: manifest[slot].sha256, tries: manifest.trialTries)
+        record.health(of: slot, in: manifest)
     }
 
     /// Refuses a state directory another user can write.

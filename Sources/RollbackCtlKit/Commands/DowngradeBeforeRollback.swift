@@ -1,15 +1,20 @@
 import SwitchbackCore
 
 extension Workspace {
-    /// Before any switch to the previous slot: has the current build convert its data back
-    /// (see `DataDowngrade`), prints what it undid, and throws the refusal when the switch
-    /// must not happen. `command` is what the user runs, for the message's advice.
-    package func downgradeDataForRollback(force: Bool, source: ChoiceSource, reason: String?, command: String,
-                                          _ console: Console) throws(CommandError) {
-        let downgrade = DataDowngrade(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
-        let outcome = downgrade.run(force: force, source: source, reason: reason)
+    /// Switches the flag through `Switcher` (a switch to the previous slot checks that slot,
+    /// journals, has the current build convert its data back, then writes the flag), prints
+    /// what the data conversion undid, and throws the refusal when the switch must not
+    /// happen. `command` is what the user runs, for the message's advice.
+    package func switchFlag(rollback: Bool, force: Bool = false, source: ChoiceSource, reason: String?,
+                            command: String = "rollbackctl rollback", _ console: Console) throws(CommandError) -> SwitchOutcome {
+        let result: Switcher.Result
+        do {
+            result = try switcher.perform(rollback: rollback, source: source, reason: reason, force: force, command: command)
+        } catch {
+            throw .failure(error.message)
+        }
         let previous = manifest.previous.version
-        for step in outcome.undone {
+        for step in result.downgrade?.undone ?? [] {
             switch step.method {
             case .revert:
                 console.out("Data: reverted migration step \(step.step) so that \(previous) can read it.")
@@ -21,13 +26,17 @@ extension Workspace {
                 console.out("Data: migration step \(step.step) could not be undone; its data is archived at \(step.archive ?? "(no data directory)") and \(previous) starts without it.")
             }
         }
-        switch outcome.status {
-        case .done:
-            return
-        case .unavailable where force:
-            console.error("Warning: \(downgrade.refusal(outcome, command: command)) Switching anyway (--force); the data is left as it is.")
-        default:
-            throw .failure(downgrade.refusal(outcome, command: command))
-        }
+        if let warning = result.warning { console.error("Warning: \(warning)") }
+        if let refusal = result.refusal { throw .failure(refusal) }
+        guard let switched = result.switched else { throw .failure("The switch ended without an outcome.") }
+        return switched
     }
+
+    /// Finishes or undoes a switch an earlier command or start left half-done, and says so.
+    package func recoverInterruptedSwitch(_ console: Console) {
+        guard SwitchJournal.exists(in: directory), let note = switcher.recover() else { return }
+        console.error("Note: \(note)")
+    }
+
+    package var switcher: Switcher { Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory) }
 }

@@ -12,15 +12,9 @@ struct SwitchCommand {
 
     func run(_ console: Console) throws(CommandError) {
         try workspace.checkTrusted()
+        workspace.recoverInterruptedSwitch(console)
         let target: BuildSlot = rollback ? .previous : .current
-        if rollback {
-            try workspace.downgradeDataForRollback(force: force, source: .cli, reason: reason,
-                                                   command: "rollbackctl rollback", console)
-        }
-        let outcome: SwitchOutcome
-        do { outcome = try workspace.store.setRollback(rollback, source: .cli, reason: reason) } catch {
-            throw .failure(error.message)
-        }
+        let outcome = try workspace.switchFlag(rollback: rollback, force: force, source: .cli, reason: reason, console)
         if let aside = outcome.damagedFileMovedTo, let problem = outcome.before.problem {
             console.error("Warning: The state file was damaged (\(problem.message)); it was moved to \(aside) and replaced.")
         }
@@ -32,6 +26,10 @@ struct SwitchCommand {
         case (false, false): console.out("Already rolled forward: the next start runs the current slot (\(version)); nothing changed.")
         }
         rearmIfBad(target, console)
+        if outcome.changed && rollback {
+            console.out("The current build (\(workspace.manifest.current.version)) is marked bad: automatic rollback never returns to it, and a release that moves it to the previous slot keeps it bad.")
+        }
+        guard !rollback else { return }
         do { _ = try workspace.verifier().verify(target) } catch {
             console.error("Warning: \(error.message) The launcher will fall back to the \(target.other.rawValue) slot until it is fixed.")
         }
@@ -44,11 +42,11 @@ struct SwitchCommand {
         guard before.isBad else { return }
         do {
             try workspace.health.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var health = SlotHealth.fresh(build: manifest[slot].sha256, tries: manifest.trialTries)
+                var health = SlotHealth.fresh(build: manifest[slot].sha256, tries: manifest.trialTries, version: manifest[slot].version)
                 health.lastGoodAt = before.lastGoodAt
                 health.changedAt = currentUnixTime()
                 health.note = "put back on trial by \(rollback ? "rollback" : "rollforward")"
-                record[slot] = health
+                record.set(health)
             }
             console.out("The \(slot.rawValue) build (\(manifest[slot].version)) was bad\(before.note.map { " (\($0))" } ?? ""); it is back on trial with \(manifest.trialTries) tries.")
         } catch {

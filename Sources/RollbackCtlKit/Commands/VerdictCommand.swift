@@ -10,6 +10,7 @@ struct VerdictCommand {
 
     func run(_ console: Console) throws(CommandError) {
         try workspace.checkTrusted()
+        workspace.recoverInterruptedSwitch(console)
         let slot: BuildSlot
         if let slotName {
             guard let named = BuildSlot(rawValue: slotName) else {
@@ -23,13 +24,14 @@ struct VerdictCommand {
         let version = manifest[slot].version
         do {
             try workspace.health.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var health = record.health(of: slot, build: manifest[slot].sha256, tries: manifest.trialTries)
+                var health = record.health(of: slot, in: manifest)
                 let now = currentUnixTime()
                 health.verdict = good ? .good : .bad
+                health.markedBy = good ? nil : .cli
                 health.changedAt = now
                 if good { health.lastGoodAt = now; health.failedStarts = 0 }
                 health.note = good ? "marked good with rollbackctl" : "marked bad with rollbackctl"
-                record[slot] = health
+                record.set(health)
             }
             if good {
                 console.out("Marked the \(slot.rawValue) build (\(version)) good: its starts are no longer counted.")
@@ -37,15 +39,10 @@ struct VerdictCommand {
             }
             console.out("Marked the \(slot.rawValue) build (\(version)) bad.")
             let loaded = workspace.store.load()
-            let otherHealth = workspace.health.load().record.health(of: slot.other, build: manifest[slot.other].sha256, tries: manifest.trialTries)
+            let otherHealth = workspace.health.load().record.health(of: slot.other, in: manifest)
             if loaded.state.slot == slot && !otherHealth.isBad {
-                if slot.other == .previous {
-                    try workspace.downgradeDataForRollback(
-                        force: false, source: .cli, reason: "the \(slot.rawValue) build (\(version)) was marked bad with rollbackctl",
-                        command: "rollbackctl rollback", console)
-                }
-                _ = try workspace.store.setRollback(slot.other == .previous, source: .cli,
-                                                    reason: "the \(slot.rawValue) build (\(version)) was marked bad with rollbackctl")
+                _ = try workspace.switchFlag(rollback: slot.other == .previous, source: .cli,
+                                             reason: "the \(slot.rawValue) build (\(version)) was marked bad with rollbackctl", console)
                 console.out("The next start runs the \(slot.other.rawValue) slot (\(manifest[slot.other].version)).")
             }
         } catch let error as CommandError {

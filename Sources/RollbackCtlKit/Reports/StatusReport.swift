@@ -24,6 +24,31 @@ struct StatusReport {
     /// The newest restore or archive in the history: where newer data was put aside.
     var lastArchive: HistoryEvent?
     var previousVersion: String
+    /// The loud line the launcher prints at every start (an explicit choice that keeps
+    /// failing, both builds bad), if any.
+    var warning: String?
+    /// Why the launcher could not record a start now (read-only or full state directory).
+    var writeProblem: String?
+    /// A switch was interrupted between the data and the flag; the next command finishes it.
+    var pendingSwitch: Bool
+
+    /// Why a start could not record its try now: a read-only file system or no free space.
+    /// Wraps `statvfs(3)` and `access(2)`; a directory that does not exist yet is fine.
+    static func writeProblem(_ directory: StateDirectory) -> String? {
+        var info = statvfs()
+        guard statvfs(directory.path, &info) == 0 else { return nil }
+        let fix = "starts cannot record their tries, so automatic rollback cannot happen"
+        if info.f_flag & UInt(ST_RDONLY) != 0 {
+            return "The state directory \(directory.path) is on a read-only file system: \(fix); remount it read-write."
+        }
+        if access(directory.path, W_OK) != 0 {
+            return "The state directory \(directory.path) is not writable: \(fix); fix its permissions."
+        }
+        if info.f_bavail == 0 || info.f_favail == 0 {
+            return "The file system of the state directory \(directory.path) is full: \(fix); free some space."
+        }
+        return nil
+    }
 
     /// Makes the report the way the launcher decides: the persisted choice (or
     /// SWITCHBACK_SLOT), then the file checks that would make it fall back.
@@ -35,16 +60,21 @@ struct StatusReport {
         } catch {
             loaded = LoadedState(state: .initial, problem: error)
         }
-        var decision: SlotDecision
-        do { decision = try SlotDecision.decide(state: loaded, forcedSlot: environmentValue("SWITCHBACK_SLOT")) } catch {
+        let healthRecord = workspace.health.load().record
+        let plan: StartPlan
+        do {
+            plan = try StartPlan.make(state: loaded, health: healthRecord, manifest: workspace.manifest,
+                                      forcedSlot: environmentValue("SWITCHBACK_SLOT"))
+        } catch {
             throw .failure(error.message)
         }
-        let healthRecord = workspace.health.load().record
+        var decision = plan.decision
+        warning = plan.health.message
         var health: [BuildSlot: SlotHealth] = [:]
         for slot in BuildSlot.allCases { health[slot] = workspace.health(of: slot, in: healthRecord) }
-        decision = HealthPolicy.choose(decision, current: health[.current]!, previous: health[.previous]!,
-                                       versions: { workspace.manifest[$0].version }).decision
         self.health = health
+        writeProblem = Self.writeProblem(workspace.directory)
+        pendingSwitch = SwitchJournal.exists(in: workspace.directory)
         let verifier = workspace.verifier()
         var slots: [BuildSlot: (Manifest.SlotRecord, String?)] = [:]
         for slot in BuildSlot.allCases {
@@ -144,6 +174,9 @@ struct StatusReport {
 
     var text: String {
         var lines = [sentence]
+        if let warning { lines.append(warning) }
+        if let writeProblem { lines.append("WARNING: \(writeProblem)") }
+        if pendingSwitch { lines.append("A switch was interrupted between the data and the flag; the next rollbackctl command or start finishes or undoes it.") }
         lines.append("Rollback flag: \(state.rollback ? "set" : "clear") (source: \(state.source.rawValue)\(state.changedAt.map { ", since \(formatUTC($0))" } ?? ""))")
         for slot in BuildSlot.allCases {
             guard let (record, problem) = slots[slot] else { continue }
@@ -167,6 +200,7 @@ struct StatusReport {
 
     static func json(_ health: SlotHealth) -> [String: Any] {
         var object: [String: Any] = [
+            "marked_by": health.markedBy?.rawValue ?? NSNull(),
             "failed_starts": health.failedStarts,
             "note": health.note ?? NSNull(),
             "last_good_at": health.lastGoodAt.map(formatRFC3339) ?? NSNull(),
@@ -197,6 +231,11 @@ struct StatusReport {
             "reason": state.reason ?? NSNull(),
             "changed_at": state.changedAt.map(formatRFC3339) ?? NSNull(),
             "explanation": sentence,
+            "warning": warning ?? NSNull(),
+            "write_problem": writeProblem ?? NSNull(),
+            "pending_switch": pendingSwitch,
+            "from_build": state.fromBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? NSNull(),
+            "to_build": state.toBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? NSNull(),
             "state_problem": stateProblem ?? NSNull(),
             "slots": slotObjects,
             "state_directory": stateDirectory,

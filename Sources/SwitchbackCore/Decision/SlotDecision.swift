@@ -17,6 +17,11 @@ public struct SlotDecision: Sendable, Equatable {
         case markedBad(failed: BuildSlot, why: String)
         /// Both builds are bad; this one started well most recently.
         case bothBad
+        /// The chosen build keeps failing, but the other one was rejected by an operator or a
+        /// directive: automatic rollback does not override that choice.
+        case keptByExplicitChoice(failed: BuildSlot, why: String, rejected: String)
+        /// A new release superseded the persisted rollback: its current build runs.
+        case supersededByRelease(PersistedState, current: BuildIdentity)
     }
 
     /// The slot to run.
@@ -68,6 +73,10 @@ public struct SlotDecision: Sendable, Equatable {
             return "the \(failed.rawValue) build \(why)"
         case .bothBad:
             return "both builds are bad and this one started well most recently"
+        case .keptByExplicitChoice(let failed, let why, let rejected):
+            return "it was chosen explicitly: the \(failed.rawValue) build \(why), but automatic rollback does not switch to the \(failed.other.rawValue) build, which \(rejected)"
+        case .supersededByRelease(let rollback, let current):
+            return StartPlan.supersessionReason(rollback, current: current)
         }
     }
 
@@ -77,7 +86,8 @@ public struct SlotDecision: Sendable, Equatable {
         let verb = state.rollback ? "rolled back" : "rolled forward"
         switch state.source {
         case .default:
-            return "nobody has rolled back this install"
+            // A superseding release records its reason; the plain default has none.
+            return state.reason.map { "\($0)\(when)" } ?? "nobody has rolled back this install"
         case .cli:
             return "an operator \(verb) with rollbackctl\(when)\(why)"
         case .remote:

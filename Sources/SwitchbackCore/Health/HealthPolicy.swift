@@ -14,36 +14,48 @@ public struct HealthChoice: Sendable {
 public enum HealthPolicy {
     /// Applies the verdicts to `decision`:
     /// - a build on trial with no tries left is marked bad now;
-    /// - a bad build does not run: the other slot runs and the flag follows it (source `auto`);
-    /// - when both builds are bad, the one marked good most recently runs (or the chosen one
-    ///   when neither ever was), with a loud message saying how to recover.
+    /// - a bad build does not run: the other slot runs and the flag follows it (source `auto`),
+    ///   unless the other build was rejected explicitly (an operator or a directive marked it
+    ///   bad or rolled back from it): explicit choices win, so the failing build keeps
+    ///   running, with a loud message on every start that names the command that recovers;
+    /// - when both builds are bad by automatic verdicts, the one marked good most recently
+    ///   runs (or the chosen one when neither ever was), with a loud message.
     /// A forced run (`SWITCHBACK_SLOT`) is left alone.
     public static func choose(_ decision: SlotDecision, current: SlotHealth, previous: SlotHealth,
                               versions: (BuildSlot) -> String) -> HealthChoice {
         var choice = HealthChoice(decision: decision)
         if decision.isForced { return choice }
         func health(_ slot: BuildSlot) -> SlotHealth { slot == .current ? current : previous }
-        func isExhausted(_ h: SlotHealth) -> Bool { h.verdict == .trial(triesLeft: 0) }
         func describe(_ slot: BuildSlot) -> String { "the \(slot.rawValue) build (\(versions(slot)))" }
 
         let chosen = decision.slot, other = chosen.other
         let chosenHealth = health(chosen)
-        guard chosenHealth.isBad || isExhausted(chosenHealth) else { return choice }
-        let why = isExhausted(chosenHealth)
+        guard chosenHealth.isBad || chosenHealth.isExhausted else { return choice }
+        let why = chosenHealth.isExhausted
             ? "failed \(chosenHealth.failedStarts) \(chosenHealth.failedStarts == 1 ? "start" : "starts") without being marked good"
             : "is marked bad\(chosenHealth.note.map { " (\($0))" } ?? "")"
-        if isExhausted(chosenHealth) { choice.markBad = chosen }
+        if chosenHealth.isExhausted { choice.markBad = chosen }
 
         let otherHealth = health(other)
-        if !otherHealth.isBad && !isExhausted(otherHealth) {
+        if otherHealth.isRejected && !chosenHealth.isRejected {
+            let rejected = "was rejected: \(otherHealth.note ?? "marked bad with rollbackctl")"
+            choice.decision = SlotDecision(slot: chosen, reason: .keptByExplicitChoice(failed: chosen, why: why, rejected: rejected))
+            let recover = other == .current
+                ? "Fix the previous build, or run 'rollbackctl rollforward' to run \(versions(other)) again"
+                : "Fix the current build, or run 'rollbackctl rollback' to run \(versions(other)) again"
+            choice.message = "WARNING: \(describe(chosen)) \(why), but automatic rollback will not switch to \(describe(other)), which \(rejected). Running the \(chosen.rawValue) slot anyway. \(recover)."
+            return choice
+        }
+        if !otherHealth.isBad && !otherHealth.isExhausted {
             choice.decision = SlotDecision(slot: other, reason: .markedBad(failed: chosen, why: why))
             choice.switchFlag = (other, "\(describe(chosen)) \(why)")
             choice.message = "\(capitalized(describe(chosen))) \(why); running the \(other.rawValue) slot (\(versions(other))) instead."
             return choice
         }
-        // Both bad: run the one that last started well, and say how to recover.
+        // Both bad: run the one that last started well, never one rejected explicitly, and
+        // say how to recover.
         let run: BuildSlot
-        switch (current.lastGoodAt, previous.lastGoodAt) {
+        switch (current.isRejected ? nil : current.lastGoodAt, previous.isRejected ? nil : previous.lastGoodAt) {
         case (let c?, let p?): run = c >= p ? .current : .previous
         case (_?, nil): run = .current
         case (nil, _?): run = .previous

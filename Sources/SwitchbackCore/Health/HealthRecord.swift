@@ -1,79 +1,138 @@
-/// The health of both slots' builds, persisted as `health` in the state directory.
+/// The health verdicts on builds, persisted as `health` in the state directory, keyed by
+/// each build's SHA-256 (not by slot), so that a verdict follows its build across releases.
+/// At most `buildLimit` builds are kept: the verdicts changed longest ago are dropped first.
 public struct HealthRecord: Sendable, Equatable {
-    public static let currentFormat = 1
+    /// Format 2 keys verdicts by build; format 1 (by slot) is read and converted.
+    public static let currentFormat = 2
+    /// The most builds remembered.
+    public static let buildLimit = 32
 
-    public var current: SlotHealth?
-    public var previous: SlotHealth?
+    /// Every remembered verdict, in file order.
+    public private(set) var builds: [SlotHealth]
 
-    public init(current: SlotHealth? = nil, previous: SlotHealth? = nil) {
-        self.current = current
-        self.previous = previous
+    public init(builds: [SlotHealth] = []) { self.builds = builds }
+
+    /// The verdict on `build`; a build not seen before is fresh, on trial with `tries`.
+    public func health(of build: BuildIdentity, tries: Int) -> SlotHealth {
+        if var known = builds.first(where: { $0.build == build.sha256 }) {
+            if known.version == nil { known.version = build.version }
+            return known
+        }
+        return .fresh(build: build.sha256, tries: tries, version: build.version)
     }
 
-    /// The verdict on the build `build` in `slot`; a build not seen before (or a slot that
-    /// now holds another build) is fresh, on trial with `tries`.
-    public func health(of slot: BuildSlot, build: String, tries: Int) -> SlotHealth {
-        if let known = self[slot], known.build == build { return known }
-        return .fresh(build: build, tries: tries)
+    /// The verdict on the build in `slot` of `manifest`.
+    public func health(of slot: BuildSlot, in manifest: Manifest) -> SlotHealth {
+        health(of: BuildIdentity(manifest, slot), tries: manifest.trialTries)
     }
 
-    public subscript(slot: BuildSlot) -> SlotHealth? {
-        get { slot == .current ? current : previous }
-        set { if slot == .current { current = newValue } else { previous = newValue } }
+    /// Records `health` for its build, replacing what was known about that build.
+    public mutating func set(_ health: SlotHealth) {
+        if let index = builds.firstIndex(where: { $0.build == health.build }) {
+            builds[index] = health
+        } else {
+            builds.append(health)
+        }
+        while builds.count > Self.buildLimit, let oldest = builds.indices.min(by: { (builds[$0].changedAt ?? 0) < (builds[$1].changedAt ?? 0) }) {
+            builds.remove(at: oldest)
+        }
     }
 
-    /// The file's text.
+    /// The file's text: one block per build, each starting with its `build=` line.
     public func serialized() -> [UInt8] {
         var text = KeyValueText()
         text.append("format", String(Self.currentFormat))
-        for slot in BuildSlot.allCases {
-            guard let health = self[slot] else { continue }
-            let p = slot.rawValue + "."
-            text.append(p + "build", health.build)
+        for health in builds {
+            text.append("build", health.build)
+            if let version = health.version { text.append("version", version) }
             switch health.verdict {
-            case .good: text.append(p + "verdict", "good")
-            case .bad: text.append(p + "verdict", "bad")
+            case .good: text.append("verdict", "good")
+            case .bad: text.append("verdict", "bad")
             case .trial(let tries):
-                text.append(p + "verdict", "trial")
-                text.append(p + "tries_left", String(tries))
+                text.append("verdict", "trial")
+                text.append("tries_left", String(tries))
             }
-            text.append(p + "failed_starts", String(health.failedStarts))
-            if let at = health.lastGoodAt { text.append(p + "last_good_at", String(at)) }
-            if let at = health.changedAt { text.append(p + "changed_at", String(at)) }
-            if let note = health.note { text.append(p + "note", note) }
+            if let by = health.markedBy { text.append("marked_by", by.rawValue) }
+            text.append("failed_starts", String(health.failedStarts))
+            if let at = health.lastGoodAt { text.append("last_good_at", String(at)) }
+            if let at = health.changedAt { text.append("changed_at", String(at)) }
+            if let note = health.note { text.append("note", Limits.truncated(note)) }
         }
         text.append("end", "ok")
         return text.serialized()
     }
 
-    /// Parses the file; throws `.stateInvalid` for damaged text.
+    /// Parses the file; throws `.stateInvalid` for damaged text or out-of-range numbers.
     public static func parse(_ bytes: [UInt8], path: String) throws(SwitchbackError) -> HealthRecord {
-        let text = try KeyValueText.parse(bytes, describing: "The health file \(path)")
-        guard text["format"].flatMap({ Int($0) }) != nil, text["end"] == "ok" else {
-            throw SwitchbackError(.stateInvalid, "The health file \(path) is damaged or truncated.", path: path)
+        func invalid(_ what: String) -> SwitchbackError {
+            SwitchbackError(.stateInvalid, "The health file \(path) \(what).", path: path)
         }
+        let text = try KeyValueText.parse(bytes, describing: "The health file \(path)")
+        guard let format = text["format"].flatMap({ Int($0) }), format >= 1, text["end"] == "ok" else {
+            throw invalid("is damaged or truncated")
+        }
+        if format == 1 { return try parseFormat1(text, invalid: invalid) }
+        // Blocks of fields, each opened by a `build=` line.
+        var blocks: [[(key: String, value: String)]] = []
+        for pair in text.pairs where pair.key != "format" && pair.key != "end" {
+            if pair.key == "build" { blocks.append([]) }
+            guard !blocks.isEmpty else { throw invalid("has a \(pair.key.prefix(40)) line before any build line") }
+            blocks[blocks.count - 1].append(pair)
+        }
+        guard blocks.count <= buildLimit * 4 else { throw invalid("has more than \(buildLimit * 4) builds") }
+        var record = HealthRecord()
+        for block in blocks {
+            func field(_ key: String) -> String? { block.first { $0.key == key }?.value }
+            record.set(try health(build: field("build") ?? "", field, prefix: "", invalid: invalid))
+        }
+        return record
+    }
+
+    /// Format 1: one verdict per slot (`current.build`, `current.verdict`, ...).
+    private static func parseFormat1(_ text: KeyValueText, invalid: (String) -> SwitchbackError) throws(SwitchbackError) -> HealthRecord {
         var record = HealthRecord()
         for slot in BuildSlot.allCases {
             let p = slot.rawValue + "."
             guard let build = text[p + "build"] else { continue }
-            let verdict: SlotHealth.Verdict
-            switch text[p + "verdict"] {
-            case "good": verdict = .good
-            case "bad": verdict = .bad
-            case "trial":
-                guard let tries = text[p + "tries_left"].flatMap({ Int($0) }), tries >= 0 else {
-                    throw SwitchbackError(.stateInvalid, "The health file \(path) has an invalid \(p)tries_left line.", path: path)
-                }
-                verdict = .trial(triesLeft: tries)
-            default:
-                throw SwitchbackError(.stateInvalid, "The health file \(path) has an invalid \(p)verdict line.", path: path)
-            }
-            record[slot] = SlotHealth(build: build, verdict: verdict,
-                                      failedStarts: text[p + "failed_starts"].flatMap { Int($0) } ?? 0,
-                                      lastGoodAt: text[p + "last_good_at"].flatMap { Int64($0) },
-                                      changedAt: text[p + "changed_at"].flatMap { Int64($0) },
-                                      note: text[p + "note"])
+            record.set(try health(build: build, { text[p + $0] }, prefix: p, invalid: invalid))
         }
         return record
+    }
+
+    private static func health(build: String, _ field: (String) -> String?, prefix p: String,
+                               invalid: (String) -> SwitchbackError) throws(SwitchbackError) -> SlotHealth {
+        guard BuildIdentity.isSHA256(build) else { throw invalid("has an invalid \(p)build line") }
+        func count(_ key: String) throws(SwitchbackError) -> Int? {
+            guard let value = field(key) else { return nil }
+            guard let number = Int(value), number >= 0, number <= Limits.count else { throw invalid("has an invalid \(p)\(key) line (\(value.prefix(40)))") }
+            return number
+        }
+        func time(_ key: String) throws(SwitchbackError) -> Int64? {
+            guard let value = field(key) else { return nil }
+            guard let seconds = Int64(value), Limits.isValidTime(seconds) else { throw invalid("has an invalid \(p)\(key) line (\(value.prefix(40)))") }
+            return seconds
+        }
+        let verdict: SlotHealth.Verdict
+        switch field("verdict") {
+        case "good": verdict = .good
+        case "bad": verdict = .bad
+        case "trial":
+            guard let tries = try count("tries_left") else { throw invalid("has an invalid \(p)tries_left line") }
+            verdict = .trial(triesLeft: tries)
+        default:
+            throw invalid("has an invalid \(p)verdict line")
+        }
+        var markedBy: ChoiceSource?
+        if let value = field("marked_by") {
+            guard let source = ChoiceSource(rawValue: value) else { throw invalid("has an invalid \(p)marked_by line") }
+            markedBy = source
+        }
+        let note = field("note")
+        if let note, note.utf8.count > Limits.storedReasonBytes { throw invalid("has a \(p)note longer than \(Limits.storedReasonBytes) bytes") }
+        let version = field("version")
+        if let version, version.utf8.count > 200 { throw invalid("has an invalid \(p)version line") }
+        return SlotHealth(build: build, verdict: verdict, failedStarts: try count("failed_starts") ?? 0,
+                          lastGoodAt: try time("last_good_at"), changedAt: try time("changed_at"),
+                          note: note, version: version, markedBy: markedBy)
     }
 }

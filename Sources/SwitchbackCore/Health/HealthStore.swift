@@ -26,10 +26,16 @@ public struct HealthStore: Sendable {
     public func update<T>(durable: Bool, _ change: (inout HealthRecord) throws(SwitchbackError) -> T) throws(SwitchbackError) -> T {
         try directory.prepare()
         return try FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) in
-            var record = load().record
-            let result = try change(&record)
-            try FileSystem.replace(path, with: record.serialized(), durable: durable)
-            return result
+            try updateLocked(durable: durable, change)
         }
+    }
+
+    /// `update` for a caller that already holds the state directory's lock.
+    @discardableResult
+    public func updateLocked<T>(durable: Bool, _ change: (inout HealthRecord) throws(SwitchbackError) -> T) throws(SwitchbackError) -> T {
+        var record = load().record
+        let result = try change(&record)
+        try FileSystem.replace(path, with: record.serialized(), durable: durable)
+        return result
     }
 }

@@ -24,39 +24,48 @@ public enum Launcher {
 
         let earlierFailure = takeEarlierFailure()
         let (directory, permissionProblem) = stateDirectory(appID: manifest.appID)
-        if !Supervisor.isChild, permissionProblem == nil {
+        let trusted = permissionProblem == nil
+        if !Supervisor.isChild, trusted {
             checkRemoteDirective(manifest: manifest, directory: directory, bundleRoot: bundleRoot)
+            if SwitchJournal.exists(in: directory),
+               let note = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory).recover() {
+                printError("launcher: \(note)")
+            }
         }
         let loaded = permissionProblem.map { LoadedState(state: .initial, problem: $0) } ?? StateStore(directory: directory).load()
         if Supervisor.isChild {
             Supervisor.adoptParent()
         } else if Supervisor.isEnabled(manifest: manifest) {
-            Supervisor.run(manifest: manifest, directory: directory, trusted: loaded.problem?.code != .insecurePermissions)
+            Supervisor.run(manifest: manifest, directory: directory, trusted: trusted)
+        }
+
+        // Plan (pure), then act: the state, the verdicts and the manifest decide the slot.
+        let health = HealthStore(directory: directory)
+        let forced = environmentValue("SWITCHBACK_SLOT")
+        let planned = trusted && earlierFailure == nil && (forced ?? "").isEmpty
+        var record = HealthRecord()
+        if planned {
+            let (read, problem) = health.load()
+            record = read
+            if let problem { printError("launcher: \(problem.message) Every build is on trial again.") }
         }
         var decision: SlotDecision
-        do { decision = try SlotDecision.decide(state: loaded, forcedSlot: environmentValue("SWITCHBACK_SLOT")) } catch {
+        do {
+            let plan = try StartPlan.make(state: loaded, health: record, manifest: manifest, forcedSlot: forced, applyHealth: planned)
+            decision = plan.decision
+            if planned { record = carryOut(plan, record: record, store: health, manifest: manifest, directory: directory, bundleRoot: bundleRoot, decision: &decision) }
+        } catch {
             fail(error.message, code: 64)
         }
         if let earlierFailure, !decision.isForced {
             decision = SlotDecision(slot: earlierFailure.slot, reason: decision.reason)
                 .fallingBack(failure: earlierFailure.message)
         }
-        let trusted = loaded.problem?.code != .insecurePermissions
-        let health = HealthStore(directory: directory)
-        var healthRecord = HealthRecord()
-        if trusted && !decision.isForced {
-            healthRecord = applyHealth(to: &decision, store: health, manifest: manifest, directory: directory, bundleRoot: bundleRoot)
-        }
-        if trusted && decision.slot == .previous,
-           let problem = ensureDataReadableByPrevious(bundleRoot: bundleRoot, manifest: manifest, directory: directory) {
-            if decision.isForced { fail("\(problem) SWITCHBACK_SLOT forces the previous slot, so the launcher stops here.") }
-            printError("launcher: \(problem) Running the current slot (\(manifest.current.version)) instead.")
-            decision = SlotDecision(slot: .current, reason: decision.reason)
-        }
         let verifier = SlotVerifier(bundleRoot: bundleRoot, manifest: manifest,
                                     cache: trusted ? VerifiedCache(path: directory.verifiedCachePath) : nil)
 
-        // Checks before mapping: a failure here can fall back in this process.
+        // Checks before mapping, and before any data is converted for the previous slot: a
+        // failure here falls back in this process.
         var verified: SlotVerifier.Verified
         do { verified = try verifier.verify(decision.slot) } catch {
             if decision.isForced { fail("\(error.message) SWITCHBACK_SLOT forces this slot, so the launcher does not fall back.") }
@@ -67,27 +76,41 @@ public enum Launcher {
                 fail(error.message)
             }
         }
+        // The previous build never starts on data it cannot read: convert first, or refuse.
+        if trusted && decision.slot == .previous,
+           let problem = ensureDataReadableByPrevious(bundleRoot: bundleRoot, manifest: manifest, directory: directory) {
+            if decision.isForced { fail("\(problem) SWITCHBACK_SLOT forces the previous slot, so the launcher stops here.") }
+            if case .fallback(_, let failure) = decision.reason {
+                fail("\(failure) The previous slot (\(manifest.previous.version)) cannot run instead: \(problem)")
+            }
+            printError("launcher: \(problem) Running the current slot (\(manifest.current.version)) instead.")
+            decision = SlotDecision(slot: .current, reason: decision.reason)
+            do { verified = try verifier.verify(.current) } catch { fail(error.message) }
+        }
 
         // The try is used before anything of the build runs, its loading included.
         var session: StartSession?
-        if trusted && !decision.isForced {
-            let build = manifest[decision.slot].sha256
-            session = StartSession(store: health, slot: decision.slot, build: build, tries: manifest.trialTries,
-                                   known: healthRecord.health(of: decision.slot, build: build, tries: manifest.trialTries))
-            session?.begin()
+        if planned {
+            let build = BuildIdentity(manifest, decision.slot)
+            let known = record.health(of: build, tries: manifest.trialTries)
+            let started = StartSession(store: health, build: build, tries: manifest.trialTries, known: known)
+            if let problem = started.begin() {
+                printError("launcher: This start of the \(decision.slot.rawValue) build (\(build.version), \(known.summary)) could not be recorded (\(problem.message.hasSuffix(".") ? String(problem.message.dropLast()) : problem.message)); automatic rollback cannot count it until the state directory \(directory.path) is writable again. Running it anyway.")
+            }
+            session = started
         }
 
         // Mapping: once dlopen ran, a failure re-executes to try the other slot.
         // A file opened once with every symbol bound, against libraries that have not changed
         // since, is opened lazily: binding every symbol again is most of dlopen's cost.
-        let record = manifest[decision.slot]
-        let libraries = LibraryStamp.of(record.needed)
+        let slotRecord = manifest[decision.slot]
+        let libraries = LibraryStamp.of(slotRecord.needed)
         let bindLazily = libraries != nil && verified.boundLibraries == libraries
         let slot: LoadedSlot
         do {
-            slot = try LoadedSlot.load(decision.slot, path: verified.path, dependencies: record.needed, bindLazily: bindLazily)
+            slot = try LoadedSlot.load(decision.slot, path: verified.path, dependencies: slotRecord.needed, bindLazily: bindLazily)
             if !bindLazily, let libraries {
-                verifier.cache?.record(file: verified.path, fingerprint: verified.fingerprint, sha256: record.sha256, bound: libraries)
+                verifier.cache?.record(file: verified.path, fingerprint: verified.fingerprint, sha256: slotRecord.sha256, bound: libraries)
             }
         } catch {
             if decision.isForced { fail("\(error.message) SWITCHBACK_SLOT forces this slot, so the launcher does not fall back.") }
@@ -105,6 +128,60 @@ public enum Launcher {
         let code = call(slot, manifest: manifest, directory: directory, session: session)
         if code == 0 && manifest.goodOnExitZero { session?.markGood(note: "exited with code 0") }
         exit(code)
+    }
+
+    /// Carries out what a plan asks to write: a superseding release, a build out of tries
+    /// marked bad, the flag following an automatic rollback (through `Switcher`, which
+    /// converts the data first). Every write that fails is said on stderr. Returns the
+    /// verdicts as they are now; `decision` becomes what actually runs.
+    static func carryOut(_ plan: StartPlan, record: HealthRecord, store: HealthStore, manifest: Manifest, directory: StateDirectory,
+                         bundleRoot: String, decision: inout SlotDecision) -> HealthRecord {
+        if plan.superseded != nil {
+            do {
+                if let event = try StateStore(directory: directory).recordSupersedingRelease(manifest: manifest) {
+                    printError("launcher: \(HealthPolicy.capitalized(event.reason ?? "a new release superseded the rollback")); running it on trial.")
+                }
+            } catch {
+                printError("launcher: A new release superseded the rollback, but that could not be recorded (\(error.message)); running the current slot anyway.")
+            }
+        }
+        let choice = plan.health
+        var changed = false
+        if let bad = choice.markBad {
+            changed = true
+            do {
+                try store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
+                    var health = record.health(of: bad, in: manifest)
+                    health.verdict = .bad
+                    health.markedBy = .auto
+                    health.changedAt = currentUnixTime()
+                    health.note = "\(health.failedStarts) \(health.failedStarts == 1 ? "start" : "starts") without a good mark"
+                    record.set(health)
+                }
+            } catch {
+                printError("launcher: The \(bad.rawValue) build (\(manifest[bad].version)) ran out of tries, but its bad verdict could not be recorded (\(error.message)).")
+            }
+        }
+        if let (slot, reason) = choice.switchFlag {
+            let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
+            do {
+                let result = try switcher.perform(rollback: slot == .previous, source: .auto, reason: reason)
+                if let refusal = result.refusal {
+                    printError("launcher: \(HealthPolicy.capitalized(reason)), but it stays: \(refusal)")
+                    return changed ? store.load().record : record
+                }
+            } catch {
+                // Converted but not recorded: the data is the previous build's now, so it runs.
+                if !(slot == .previous && SwitchJournal.exists(in: directory)) {
+                    printError("launcher: \(HealthPolicy.capitalized(reason)), but the switch could not be recorded: \(error.message) The \(slot.other.rawValue) slot runs.")
+                    return changed ? store.load().record : record
+                }
+                printError("launcher: \(error.message)")
+            }
+        }
+        if let message = choice.message { printError("launcher: \(message)") }
+        decision = choice.decision
+        return changed ? store.load().record : record
     }
 
     // MARK: - Steps
@@ -132,45 +209,6 @@ public enum Launcher {
         } else if let problem = trigger.startInBackgroundIfDue() {
             printError("launcher: \(problem)")
         }
-    }
-
-    /// Automatic rollback: a build out of tries is marked bad, a bad build gives way to the
-    /// other slot (and the flag follows, source `auto`). Returns the verdicts it read.
-    /// A switch to the previous slot converts the data back first (`DataDowngrade`); when it
-    /// cannot, the current build keeps running, bad or not, because the previous one would
-    /// misread the data.
-    static func applyHealth(to decision: inout SlotDecision, store: HealthStore, manifest: Manifest, directory: StateDirectory,
-                            bundleRoot: String) -> HealthRecord {
-        let (record, problem) = store.load()
-        if let problem { printError("launcher: \(problem.message) Every build is on trial again.") }
-        let tries = manifest.trialTries
-        let choice = HealthPolicy.choose(decision,
-                                         current: record.health(of: .current, build: manifest.current.sha256, tries: tries),
-                                         previous: record.health(of: .previous, build: manifest.previous.sha256, tries: tries),
-                                         versions: { manifest[$0].version })
-        if let bad = choice.markBad {
-            try? store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var health = record.health(of: bad, build: manifest[bad].sha256, tries: tries)
-                health.verdict = .bad
-                health.changedAt = currentUnixTime()
-                health.note = "\(health.failedStarts) \(health.failedStarts == 1 ? "start" : "starts") without a good mark"
-                record[bad] = health
-            }
-        }
-        if let (slot, reason) = choice.switchFlag {
-            if slot == .previous {
-                let downgrade = DataDowngrade(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
-                let outcome = downgrade.run(force: false, source: .auto, reason: reason)
-                guard outcome.allowsSwitch else {
-                    printError("launcher: \(HealthPolicy.capitalized(reason)), but it stays: \(downgrade.refusal(outcome, command: "rollbackctl rollback"))")
-                    return choice.markBad == nil ? record : store.load().record
-                }
-            }
-            _ = try? StateStore(directory: directory).setRollback(slot == .previous, source: .auto, reason: reason)
-        }
-        if let message = choice.message { printError("launcher: \(message)") }
-        decision = choice.decision
-        return choice.markBad == nil ? record : store.load().record
     }
 
     static func takeEarlierFailure() -> (slot: BuildSlot, message: String)? {

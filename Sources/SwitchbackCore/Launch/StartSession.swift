@@ -2,14 +2,12 @@
 /// and turns the app's good mark (or exit code 0) into a durable verdict.
 public final class StartSession: @unchecked Sendable {
     let store: HealthStore
-    let slot: BuildSlot
-    let build: String
+    let build: BuildIdentity
     let tries: Int
     private var isGood: Bool
 
-    init(store: HealthStore, slot: BuildSlot, build: String, tries: Int, known: SlotHealth) {
+    init(store: HealthStore, build: BuildIdentity, tries: Int, known: SlotHealth) {
         self.store = store
-        self.slot = slot
         self.build = build
         self.tries = tries
         self.isGood = known.isGood || known.isBad
@@ -18,17 +16,23 @@ public final class StartSession: @unchecked Sendable {
     /// Uses one try of an on-trial build, under the lock, without fsync (a decrement lost to
     /// a power cut only gives the build one more try). Good and bad builds write nothing.
     /// When launchers race for the last try, the counter stays at zero and the next start
-    /// marks the build bad.
-    func begin() {
-        guard !isGood else { return }
-        try? store.update(durable: false) { (record: inout HealthRecord) throws(SwitchbackError) in
-            var health = record.health(of: slot, build: build, tries: tries)
-            if case .trial(let left) = health.verdict {
-                health.verdict = .trial(triesLeft: max(0, left - 1))
-                health.failedStarts += 1
-                health.changedAt = currentUnixTime()
+    /// marks the build bad. Returns the error when the try could not be recorded (a full
+    /// disk, a read-only state directory): the build still runs, and the caller says so.
+    func begin() -> SwitchbackError? {
+        guard !isGood else { return nil }
+        do {
+            try store.update(durable: false) { (record: inout HealthRecord) throws(SwitchbackError) in
+                var health = record.health(of: build, tries: tries)
+                if case .trial(let left) = health.verdict {
+                    health.verdict = .trial(triesLeft: max(0, left - 1))
+                    health.failedStarts = min(health.failedStarts, Limits.count - 1) + 1
+                    health.changedAt = currentUnixTime()
+                }
+                record.set(health)
             }
-            record[slot] = health
+            return nil
+        } catch {
+            return error
         }
     }
 
@@ -38,14 +42,15 @@ public final class StartSession: @unchecked Sendable {
         if isGood { return 0 }
         do {
             try store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var health = record.health(of: slot, build: build, tries: tries)
+                var health = record.health(of: build, tries: tries)
                 let now = currentUnixTime()
                 health.verdict = .good
+                health.markedBy = nil
                 health.failedStarts = 0
                 health.lastGoodAt = now
                 health.changedAt = now
                 health.note = note
-                record[slot] = health
+                record.set(health)
             }
             isGood = true
             return 0

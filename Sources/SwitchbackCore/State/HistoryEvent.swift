@@ -14,6 +14,11 @@ public struct HistoryEvent: Sendable, Equatable {
         case restore
         /// A forced switch archived data that nothing could undo (the reason names where).
         case archive
+        /// A new release superseded a rollback: its current build runs, on trial.
+        case release
+        /// A switch that converts the data was interrupted and the next writer finished it
+        /// or undid it (the reason says which).
+        case recovery
     }
 
     /// Seconds since the epoch.
@@ -36,7 +41,7 @@ public struct HistoryEvent: Sendable, Equatable {
     /// The history line (tab-separated, escaped, ending in a newline).
     public func serialized() -> String {
         ["v1", String(time), kind.rawValue, from.rawValue, to.rawValue, source.rawValue,
-         KeyValueText.escape(reason ?? "")].joined(separator: "\t") + "\n"
+         KeyValueText.escape(Limits.truncated(reason ?? ""))].joined(separator: "\t") + "\n"
     }
 
     /// Parses one line; nil for a torn or foreign line.

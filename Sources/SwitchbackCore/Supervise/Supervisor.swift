@@ -222,30 +222,40 @@ public final class Supervisor {
     private func countCrashOfGoodBuild(slot: BuildSlot, build: String) {
         let store = HealthStore(directory: directory)
         let record = store.load().record
-        guard record.health(of: slot, build: build, tries: manifest.trialTries).isGood,
+        let identity = BuildIdentity(sha256: build, version: manifest[slot].version)
+        guard record.health(of: identity, tries: manifest.trialTries).isGood,
               crashes.record(build: build, at: Int64(monotonicNow() * 1000)) else { return }
         let seconds = settings.crashWindowMilliseconds / 1000
         let why = "crashed \(settings.crashLimit) times within \(seconds) s after it was marked good"
-        try? store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-            var health = record.health(of: slot, build: build, tries: manifest.trialTries)
-            health.verdict = .bad
-            health.changedAt = currentUnixTime()
-            health.note = why
-            record[slot] = health
+        do {
+            try store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
+                var health = record.health(of: identity, tries: manifest.trialTries)
+                health.verdict = .bad
+                health.markedBy = .auto
+                health.changedAt = currentUnixTime()
+                health.note = why
+                record.set(health)
+            }
+        } catch {
+            Launcher.printError("launcher: supervisor: the \(slot.rawValue) build \(why), but its bad verdict could not be recorded (\(error.message)).")
         }
-        let other = record.health(of: slot.other, build: manifest[slot.other].sha256, tries: manifest.trialTries)
+        let other = record.health(of: slot.other, in: manifest)
         let description = "the \(slot.rawValue) build (\(manifest[slot].version)) \(why)"
-        if !other.isBad {
-            if slot.other == .previous, let bundleRoot = Launcher.bundleRoot() {
-                // The child is gone: nothing writes the data while it is converted back.
-                let downgrade = DataDowngrade(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
-                let outcome = downgrade.run(force: false, source: .auto, reason: description)
-                guard outcome.allowsSwitch else {
-                    Launcher.printError("launcher: supervisor: \(description), but it stays: \(downgrade.refusal(outcome, command: "rollbackctl rollback"))")
+        if other.isRejected {
+            Launcher.printError("launcher: supervisor: WARNING: \(description), but automatic rollback will not switch to the \(slot.other.rawValue) build (\(manifest[slot.other].version)), which was rejected: \(other.note ?? "marked bad"). Fix the build, or choose one with rollbackctl.")
+        } else if !other.isBad, let bundleRoot = Launcher.bundleRoot() {
+            // The child is gone: nothing writes the data while it is converted back.
+            let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
+            do {
+                let result = try switcher.perform(rollback: slot.other == .previous, source: .auto, reason: description)
+                if let refusal = result.refusal {
+                    Launcher.printError("launcher: supervisor: \(description), but it stays: \(refusal)")
                     return
                 }
+            } catch {
+                Launcher.printError("launcher: supervisor: \(description), but the switch could not be recorded: \(error.message)")
+                return
             }
-            _ = try? StateStore(directory: directory).setRollback(slot.other == .previous, source: .auto, reason: description)
             Launcher.printError("launcher: supervisor: \(description); starting the \(slot.other.rawValue) slot (\(manifest[slot.other].version)) instead.")
         } else {
             Launcher.printError("launcher: supervisor: \(description), and the \(slot.other.rawValue) build is bad too.")
@@ -280,16 +290,16 @@ public final class Supervisor {
     /// was marked bad: using its last try is not a reason to replace it (the next start is).
     private func desiredSlot() -> BuildSlot {
         let loaded = StateStore(directory: directory).load()
-        guard let decision = try? SlotDecision.decide(state: loaded, forcedSlot: environmentValue("SWITCHBACK_SLOT")) else {
+        let record = HealthStore(directory: directory).load().record
+        guard let unchecked = try? StartPlan.make(state: loaded, health: record, manifest: manifest,
+                                                  forcedSlot: environmentValue("SWITCHBACK_SLOT"), applyHealth: false),
+              let plan = try? StartPlan.make(state: loaded, health: record, manifest: manifest,
+                                             forcedSlot: environmentValue("SWITCHBACK_SLOT")) else {
             return childSlot ?? .current
         }
-        let record = HealthStore(directory: directory).load().record
-        let tries = manifest.trialTries
-        let current = record.health(of: .current, build: manifest.current.sha256, tries: tries)
-        let previous = record.health(of: .previous, build: manifest.previous.sha256, tries: tries)
-        if decision.slot == childSlot, !(decision.slot == .current ? current : previous).isBad { return decision.slot }
-        return HealthPolicy.choose(decision, current: current, previous: previous,
-                                   versions: { self.manifest[$0].version }).decision.slot
+        let chosen = unchecked.decision.slot
+        if chosen == childSlot, !record.health(of: chosen, in: manifest).isBad { return chosen }
+        return plan.decision.slot
     }
 
     private func fingerprints() -> [FileFingerprint?] {
