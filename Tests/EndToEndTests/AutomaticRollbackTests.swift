@@ -152,13 +152,28 @@ import Glibc
     @Test func bothBadRunsTheOneThatLastStartedWellAndSaysHowToRecover() throws {
         let t = try TestBundle()
         #expect(try t.launcher(environment: ["SWITCHBACK_SLOT": "previous"]).status == 0)
-        #expect(try t.rollbackctl("mark-good", "previous").status == 0)
-        #expect(try t.rollbackctl("mark-bad", "previous").status == 0)
+        // The previous build went bad by itself (automatic verdict) after it last started well.
+        let now = Int(Date().timeIntervalSince1970)
+        let health = "format=2\nbuild=\(try t.manifestValue("previous.sha256"))\nversion=\(t.previousVersion)\nverdict=bad\nmarked_by=auto\nfailed_starts=3\nlast_good_at=\(now - 100)\nchanged_at=\(now)\nnote=3 starts without a good mark\nend=ok\n"
+        try health.write(toFile: t.state + "/health", atomically: true, encoding: .utf8)
         for _ in 0..<3 { try Failure.exit1.start(t) }
         let result = try t.launcher()
         #expect(result.status == 0)
         #expect(result.stdout.hasPrefix(t.greeting(.previous)))
         #expect(result.stderr.hasPrefix("launcher: WARNING: both builds are bad (the current build (\(t.currentVersion)) failed 3 starts without being marked good; the previous build (\(t.previousVersion)) is marked bad). Running the previous slot because it last started well on "))
         #expect(result.stderr.contains("'rollbackctl rollforward'"))
+    }
+
+    @Test func aBuildAnOperatorMarkedBadIsNeverTheAutomaticTarget() throws {
+        let t = try TestBundle()
+        #expect(try t.launcher(environment: ["SWITCHBACK_SLOT": "previous"]).status == 0)
+        #expect(try t.rollbackctl("mark-good", "previous").status == 0)
+        #expect(try t.rollbackctl("mark-bad", "previous").status == 0)
+        for _ in 0..<3 { try Failure.exit1.start(t) }
+        let result = try t.launcher()
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix(t.greeting(.current)))
+        #expect(result.stderr == "launcher: WARNING: the current build (\(t.currentVersion)) failed 3 starts without being marked good, but automatic rollback will not switch to the previous build (\(t.previousVersion)), which was rejected: marked bad with rollbackctl. Running the current slot anyway. Fix the current build, or run 'rollbackctl rollback' to run \(t.previousVersion) again.\n")
+        #expect(try t.status()["warning"] as? String == String(result.stderr.dropFirst("launcher: ".count).dropLast()))
     }
 }

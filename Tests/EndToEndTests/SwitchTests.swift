@@ -32,7 +32,8 @@ import Glibc
         #expect((status["explanation"] as? String)?.hasPrefix("The next start runs the previous slot (\(t.previousVersion)) because an operator rolled back with rollbackctl on ") == true)
 
         let forward = try t.rollbackctl("rollforward")
-        #expect(forward.stdout == "Rolled forward: the next start runs the current slot (\(t.currentVersion)).\n")
+        // The build the operator rolled back from runs again, on probation.
+        #expect(forward.stdout == "Rolled forward: the next start runs the current slot (\(t.currentVersion)).\nThe current build (\(t.currentVersion)) was bad (an operator rolled back from it: 1.1.0 loses data); it is back on trial with 3 tries.\n")
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))
         let status2 = try t.status()
         #expect(status2["active_slot"] as? String == "current")

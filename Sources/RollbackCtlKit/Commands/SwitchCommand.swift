@@ -25,32 +25,12 @@ struct SwitchCommand {
         case (false, true): console.out("Already rolled back: the next start runs the previous slot (\(version)); nothing changed.")
         case (false, false): console.out("Already rolled forward: the next start runs the current slot (\(version)); nothing changed.")
         }
-        rearmIfBad(target, console)
-        if outcome.changed && rollback {
-            console.out("The current build (\(workspace.manifest.current.version)) is marked bad: automatic rollback never returns to it, and a release that moves it to the previous slot keeps it bad.")
+        if let bad = outcome.rearmed {
+            console.out("The \(target.rawValue) build (\(version)) was bad\(bad.note.map { " (\($0))" } ?? ""); it is back on trial with \(workspace.manifest.trialTries) tries.")
         }
         guard !rollback else { return }
         do { _ = try workspace.verifier().verify(target) } catch {
             console.error("Warning: \(error.message) The launcher will fall back to the \(target.other.rawValue) slot until it is fixed.")
-        }
-    }
-
-    /// Operator intent wins: switching to a bad build puts it back on trial with fresh tries.
-    private func rearmIfBad(_ slot: BuildSlot, _ console: Console) {
-        let manifest = workspace.manifest
-        let before = workspace.health(of: slot, in: workspace.health.load().record)
-        guard before.isBad else { return }
-        do {
-            try workspace.health.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var health = SlotHealth.fresh(build: manifest[slot].sha256, tries: manifest.trialTries, version: manifest[slot].version)
-                health.lastGoodAt = before.lastGoodAt
-                health.changedAt = currentUnixTime()
-                health.note = "put back on trial by \(rollback ? "rollback" : "rollforward")"
-                record.set(health)
-            }
-            console.out("The \(slot.rawValue) build (\(manifest[slot].version)) was bad\(before.note.map { " (\($0))" } ?? ""); it is back on trial with \(manifest.trialTries) tries.")
-        } catch {
-            console.error("Warning: could not put the \(slot.rawValue) build back on trial: \(error.message)")
         }
     }
 }

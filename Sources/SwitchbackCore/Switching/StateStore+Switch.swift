@@ -10,6 +10,8 @@ public struct SwitchOutcome: Sendable, Equatable {
     public var before: LoadedState
     /// Where a damaged state file was moved (it is kept, never deleted).
     public var damagedFileMovedTo: String?
+    /// The bad verdict the target build had before an explicit switch put it back on trial.
+    public var rearmed: SlotHealth?
 }
 
 extension StateStore {
@@ -46,15 +48,30 @@ extension StateStore {
         }
         let from = BuildIdentity(manifest, rollback ? .current : .previous)
         let to = BuildIdentity(manifest, rollback ? .previous : .current)
+        let health = HealthStore(directory: directory)
+        // An explicit choice of a bad build puts it back on trial with fresh tries: the
+        // operator's (or directive's) intent wins over an earlier verdict.
+        var rearmed: SlotHealth?
+        let targetHealth = health.load().record.health(of: to, tries: manifest.trialTries)
+        if source != .auto, targetHealth.isBad {
+            rearmed = targetHealth
+            try health.updateLocked(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
+                var fresh = SlotHealth.fresh(build: to.sha256, tries: manifest.trialTries, version: to.version)
+                fresh.lastGoodAt = targetHealth.lastGoodAt
+                fresh.changedAt = now
+                fresh.note = "put back on trial by \(rollback ? "a rollback" : "a rollforward") (\(source.rawValue))"
+                record.set(fresh)
+            }
+        }
         let sameBuilds = before.state.fromBuild.map { $0.sha256 == from.sha256 } ?? true
         if before.problem == nil, !before.isFirstStart, before.state.rollback == rollback, sameBuilds {
-            return SwitchOutcome(changed: false, before: before, damagedFileMovedTo: movedTo)
+            return SwitchOutcome(changed: false, before: before, damagedFileMovedTo: movedTo, rearmed: rearmed)
         }
         let reason = reason.map { Limits.truncated($0) }
         let state = PersistedState(rollback: rollback, source: source, reason: reason, changedAt: now,
                                    fromBuild: from, toBuild: to)
         if rollback && (source == .cli || source == .remote) {
-            try HealthStore(directory: directory).updateLocked(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
+            try health.updateLocked(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
                 var health = record.health(of: from, tries: manifest.trialTries)
                 health.verdict = .bad
                 health.markedBy = source
@@ -66,7 +83,7 @@ extension StateStore {
         }
         try save(state)
         try history.append(HistoryEvent(time: now, kind: .switch, from: before.state.slot, to: state.slot, source: source, reason: reason))
-        return SwitchOutcome(changed: true, before: before, damagedFileMovedTo: movedTo)
+        return SwitchOutcome(changed: true, before: before, damagedFileMovedTo: movedTo, rearmed: rearmed)
     }
 
     /// Records that a new release superseded a rollback (see `StartPlan.supersededRollback`):

@@ -18,13 +18,32 @@ struct TestBundle {
     var bundle: String { directory + "/bundle" }
     var state: String { directory + "/state" }
 
-    init() throws {
-        guard FileManager.default.fileExists(atPath: Self.source + "/manifest") else {
-            Issue.record("No bundle at \(Self.source): run the tests with scripts/test, which builds it first.")
+    /// Two real releases made by scripts/lib/release-fixture (scripts/test builds them):
+    /// `1.2.0` and `1.3.0`, whose previous slot holds that same 1.2.0 build.
+    static let releases: String = {
+        if let path = ProcessInfo.processInfo.environment["SWITCHBACK_TEST_RELEASES"] { return path }
+        return FileSystem.parentDirectory(of: source) + "/releases"
+    }()
+
+    init(copying source: String = TestBundle.source) throws {
+        guard FileManager.default.fileExists(atPath: source + "/manifest") else {
+            Issue.record("No bundle at \(source): run the tests with scripts/test, which builds it first.")
             throw CancellationError()
         }
         directory = try makeTemporaryDirectory()
-        try shell("cp", "-a", Self.source, bundle)
+        try shell("cp", "-a", source, bundle)
+    }
+
+    /// A release of the two in `releases`, installed with its own state directory.
+    init(release version: String) throws {
+        try self.init(copying: Self.releases + "/" + version)
+    }
+
+    /// Replaces the installed bundle with a copy of `source` (the next release), keeping
+    /// the state directory: what a deploy does.
+    func deploy(_ source: String) throws {
+        try shell("rm", "-rf", bundle)
+        try shell("cp", "-a", source, bundle)
     }
 
     /// The file of a slot.

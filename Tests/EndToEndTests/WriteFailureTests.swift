@@ -1,0 +1,124 @@
+import Foundation
+import SwitchbackCore
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A failed write is never silent: a state directory on a small tmpfs, filled up or
+/// remounted read-only, through the real binaries. Needs root (mount); skipped otherwise.
+@Suite(.serialized) struct WriteFailureTests {
+    /// A bundle whose state directory is a 1 MiB tmpfs, after one good start.
+    static func mounted() throws -> (TestBundle, unmount: () -> Void)? {
+        guard geteuid() == 0 else {
+            print("WriteFailureTests skipped: mounting a tmpfs needs root (uid \(geteuid())).")
+            return nil
+        }
+        let t = try TestBundle()
+        try FileManager.default.createDirectory(atPath: t.state, withIntermediateDirectories: true)
+        let mount = try shell("mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", t.state)
+        try #require(mount.status == 0, "mount failed: \(mount.stderr)")
+        #expect(try t.launcher("note", "add", "kept").status == 0)
+        return (t, { _ = try? shell("umount", "-l", t.state) })
+    }
+
+    static func fill(_ t: TestBundle) throws {
+        _ = try shell("sh", "-c", "dd if=/dev/zero of='\(t.state)/filler' bs=4k 2>/dev/null; true")
+    }
+
+    @Test func aFullStateDirectoryIsSaidAtEveryStartAndARollbackChangesNothing() throws {
+        guard let (t, unmount) = try Self.mounted() else { return }
+        defer { unmount() }
+        let historyBefore = try t.history().count
+        try Self.fill(t)
+
+        // A fresh build on trial: its start cannot be counted, it runs, and says so.
+        try t.setManifestSetting("trial.good_on_exit_zero", "false")
+        for _ in 0..<2 {
+            let start = try t.launcher("exit", "3")
+            #expect(start.status == 3)
+            #expect(start.stderr.hasPrefix("launcher: This start of the current build (\(t.currentVersion), "))
+            #expect(start.stderr.contains(") could not be recorded ("))
+            #expect(start.stderr.contains("automatic rollback cannot count it until the state directory \(t.state) is writable again. Running it anyway.\n"))
+        }
+        let status = try t.status()
+        #expect((status["write_problem"] as? String)?.hasPrefix("The file system of the state directory \(t.state) is full") == true)
+        #expect(try t.rollbackctl("status").stdout.contains("WARNING: The file system of the state directory"))
+
+        let rollback = try t.rollbackctl("rollback")
+        #expect(rollback.status == 1)
+        #expect(rollback.stderr.hasPrefix("Error: Could not record the switch in \(t.state) ("))
+        #expect(rollback.stderr.hasSuffix("nothing was changed: free space or make the directory writable, then retry.\n"))
+        // Flag and data as they were: the current build still reads every note.
+        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.history().count == historyBefore)
+        #expect(try t.launcher("note", "list").stdout == "kept\n")
+
+        // Space again: the same command works, and converts the data on the way.
+        try FileManager.default.removeItem(atPath: t.state + "/filler")
+        #expect(try t.rollbackctl("rollback").status == 0)
+        #expect(try t.launcher("note", "list").stdout == "kept\n")
+        #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
+    }
+
+    @Test func aReadOnlyStateDirectoryIsSaidAtEveryStartAndARollbackChangesNothing() throws {
+        guard let (t, unmount) = try Self.mounted() else { return }
+        defer { unmount() }
+        try t.setManifestSetting("trial.good_on_exit_zero", "false")
+        let remount = try shell("mount", "-o", "remount,ro", t.state)
+        try #require(remount.status == 0, "remount failed: \(remount.stderr)")
+        let start = try t.launcher("exit", "3")
+        #expect(start.status == 3)
+        #expect(start.stderr.contains("could not be recorded (") && start.stderr.contains("Read-only file system"))
+        #expect((try t.status()["write_problem"] as? String)?.contains("is on a read-only file system") == true)
+        let rollback = try t.rollbackctl("rollback")
+        #expect(rollback.status == 1)
+        #expect(rollback.stderr.hasPrefix("Error: Could not record the switch in \(t.state) ("))
+        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.launcher("note", "list").stdout == "kept\n")
+    }
+}
+
+/// A switch interrupted between the data and the flag is finished by the next start.
+@Suite struct InterruptedSwitchTests {
+    @Test func aJournalledSwitchIsFinishedByTheNextStart() throws {
+        let t = try TestBundle()
+        #expect(try t.launcher("note", "add", "buy milk").status == 0)
+        // What `rollbackctl rollback` leaves when killed after journalling, before the flag.
+        let sha = try t.manifestValue("current.sha256")
+        let journal = "format=1\nrollback=true\nsource=cli\nreason=bad export\nforce=false\nstarted_at=\(Int(Date().timeIntervalSince1970))\nfrom.sha256=\(sha)\nend=ok\n"
+        try journal.write(toFile: t.state + "/switch.pending", atomically: true, encoding: .utf8)
+        #expect(try t.rollbackctl("status").stdout.contains("A switch was interrupted between the data and the flag"))
+
+        let start = try t.launcher("note", "list")
+        #expect(start.status == 0)
+        #expect(start.stdout == "buy milk\n")
+        #expect(start.stderr == "launcher: Finished the interrupted switch to the previous slot (cli: bad export): the next start runs the previous slot (\(t.previousVersion)).\n")
+        #expect(!FileManager.default.fileExists(atPath: t.state + "/switch.pending"))
+        let status = try t.status()
+        #expect(status["rollback"] as? Bool == true)
+        #expect(status["pending_switch"] as? Bool == false)
+        #expect(try t.history().contains { $0["kind"] as? String == "recovery" })
+        #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
+    }
+
+    @Test func aDamagedJournalIsRemovedAndTheFlagStays() throws {
+        let t = try TestBundle()
+        #expect(try t.launcher().status == 0)
+        try "garbage\n".write(toFile: t.state + "/switch.pending", atomically: true, encoding: .utf8)
+        let rollforward = try t.rollbackctl("rollforward")
+        #expect(rollforward.status == 0)
+        #expect(rollforward.stderr.hasPrefix("Note: The switch journal \(t.state)/switch.pending "))
+        #expect(rollforward.stderr.hasSuffix("It was removed; the flag stays as it is.\n"))
+        #expect(!FileManager.default.fileExists(atPath: t.state + "/switch.pending"))
+    }
+
+    @Test func aReasonLongerThanTheLimitIsAUsageError() throws {
+        let t = try TestBundle()
+        let long = String(repeating: "x", count: 1001)
+        let result = try t.rollbackctl("rollback", "--reason", long)
+        #expect(result.status == 64)
+        #expect(result.stderr.hasPrefix("Error: The reason is 1001 bytes long; give at most 1000"))
+        #expect(try t.status()["rollback"] as? Bool == false)
+    }
+}
