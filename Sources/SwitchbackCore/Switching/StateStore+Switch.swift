@@ -35,6 +35,7 @@ extension StateStore {
     func setRollbackLocked(_ rollback: Bool, source: ChoiceSource, reason: String?, manifest: Manifest,
                            now: Int64) throws(SwitchbackError) -> SwitchOutcome {
         let history = HistoryLog(path: directory.historyPath)
+        directory.removeStaleTemporaryFiles()
         let before = load()
         var movedTo: String?
         if let problem = before.problem {
