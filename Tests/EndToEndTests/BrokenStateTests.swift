@@ -22,7 +22,7 @@ import Testing
                 return "The state file \(path) "
             case .newerFormat:
                 try "format=7\nflag=previous-ish\nend=ok\n".write(toFile: path, atomically: false, encoding: .utf8)
-                return "The state file \(path) was written by a newer Switchback (format 7, this one reads \(PersistedState.currentFormat))"
+                return "The state file \(path) was written by a newer Switchback (format 7, this one reads 2)"
             case .unreadable:
                 try fm.removeItem(atPath: path)
                 try fm.createDirectory(atPath: path, withIntermediateDirectories: false)
