@@ -74,6 +74,7 @@ extension StateStore {
         if rollback && (source == .cli || source == .remote) {
             try health.updateLocked(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
                 var health = record.health(of: from, tries: manifest.trialTries)
+                if health.isRejected { return }  // already rejected: keep who did it and why
                 health.verdict = .bad
                 health.markedBy = source
                 health.changedAt = now
