@@ -85,7 +85,7 @@ public enum Launcher {
         let bindLazily = libraries != nil && verified.boundLibraries == libraries
         let slot: LoadedSlot
         do {
-            slot = try LoadedSlot.load(decision.slot, path: verified.path, dependencies: record.needed, bindLazily: bindLazily)
+            slot = try LoadedSlot.load(decision.slot, verified: verified, dependencies: record.needed, bindLazily: bindLazily)
             if !bindLazily, let libraries {
                 verifier.cache?.record(file: verified.path, fingerprint: verified.fingerprint, sha256: record.sha256, bound: libraries)
             }
