@@ -15,7 +15,8 @@ public enum FileSystem {
     /// `.insecurePermissions` for a link or a file another user could write, and on any
     /// other failure.
     public static func read(_ path: String, limit: Int = 16 << 20) throws(SwitchbackError) -> [UInt8]? {
-        guard let fd = try StrictModes.openNoFollow(path, what: "file") else { return nil }
+        // O_NONBLOCK: a FIFO put in place of a file must not hang the open (no effect on files).
+        guard let fd = try StrictModes.openNoFollow(path, what: "file", flags: O_RDONLY | O_NONBLOCK) else { return nil }
         defer { close(fd) }
         _ = try StrictModes.checkOpenFile(fd, path: path, what: "file")
         return try readToEnd(fd, path: path, limit: limit)

@@ -107,15 +107,16 @@ public enum StrictModes {
         return true
     }
 
-    /// `fstat(2)` of an open descriptor, then the strict check: a regular file owned by this
-    /// user or root, not writable by group or others.
+    /// `fstat(2)` of an open descriptor, then the strict check: owned by this user or root,
+    /// not writable by group or others (`.insecurePermissions`), and a regular file (else a
+    /// plain read failure, `.ioFailure`: only a trusted user could have put it there).
     public static func checkOpenFile(_ fd: Int32, path: String, what: String) throws(SwitchbackError) -> stat {
         var info = stat()
         if fstat(fd, &info) != 0 { throw .system("Inspecting", path: path, errno: errno) }
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is not a regular file; refusing to use it: remove it.", path: path)
-        }
         try checkOwnerAndMode(info, path: path, what: what)
+        guard info.st_mode & S_IFMT == S_IFREG else {
+            throw .system("Reading", path: path, errno: info.st_mode & S_IFMT == S_IFDIR ? EISDIR : EINVAL)
+        }
         return info
     }
 
