@@ -43,13 +43,23 @@ public final class SlotFile: Sendable, Equatable {
     /// rules. Returns those that exist; throws `.insecurePermissions` for the first that
     /// another user could change, or one that is not an absolute path.
     static func checkLibraries(_ paths: [String], neededBy slot: String) throws(SwitchbackError) -> [String] {
+        // Most libraries share one or two directories: each directory is walked once.
+        var directories: [String: String?] = [:]
         var present: [String] = []
         for path in paths {
             let what = "\(slot)'s library"
             guard path.utf8.first == 0x2F else {
                 throw SwitchbackError(.insecurePermissions, "The manifest lists the \(what) '\(path)' as a relative path; refusing to search for it: rebuild the bundle with scripts/bundle.", path: path)
             }
-            guard let resolved = try StrictModes.resolve(path, what: what), let info = try StrictModes.linkStatus(resolved) else { continue }
+            let listed = FileSystem.parentDirectory(of: path)
+            let directory: String?
+            if let known = directories[listed] {
+                directory = known
+            } else {
+                directory = try StrictModes.resolveDirectory(listed, what: "directory of the \(what)")
+                directories[listed] = directory
+            }
+            guard let directory, let (resolved, info) = try libraryFile(in: directory, named: lastComponent(of: path), what: what) else { continue }
             guard info.st_mode & S_IFMT == S_IFREG else {
                 throw SwitchbackError(.insecurePermissions, "The \(what) \(resolved) is not a regular file; refusing to load it: reinstall it or rebuild the bundle with scripts/bundle.", path: path)
             }
@@ -57,6 +67,33 @@ public final class SlotFile: Sendable, Equatable {
             present.append(path)
         }
         return present
+    }
+
+    /// `name` in the checked `directory`, links followed (each link checked; a target in
+    /// another directory is walked by `StrictModes.resolve`). Nil when missing.
+    private static func libraryFile(in directory: String, named name: String, what: String) throws(SwitchbackError) -> (String, stat)? {
+        var path = directory + "/" + name
+        for _ in 0...StrictModes.maximumLinks {
+            guard let info = try StrictModes.linkStatus(path) else { return nil }
+            guard info.st_mode & S_IFMT == S_IFLNK else { return (path, info) }
+            if info.st_uid != geteuid() && info.st_uid != 0 {
+                throw SwitchbackError(.insecurePermissions, "The symbolic link \(path) on the way to the \(what) is owned by another user (owner uid \(info.st_uid)); refusing to follow it: remove it or run 'chown -h \(geteuid()) \(path)'.", path: path)
+            }
+            guard let target = StrictModes.readLink(path) else { return nil }
+            if !target.utf8.contains(0x2F) {
+                path = directory + "/" + target  // the common case: libfoo.so.6 -> libfoo.so.6.0.33
+                continue
+            }
+            guard let resolved = try StrictModes.resolve(target.utf8.first == 0x2F ? target : directory + "/" + target, what: what),
+                  let final = try StrictModes.linkStatus(resolved) else { return nil }
+            return (resolved, final)
+        }
+        throw SwitchbackError(.insecurePermissions, "The \(what) \(directory)/\(name) goes through more than \(StrictModes.maximumLinks) symbolic links; refusing to follow them: point to the file directly.", path: path)
+    }
+
+    private static func lastComponent(of path: String) -> String {
+        guard let slash = path.utf8.lastIndex(of: 0x2F) else { return path }
+        return String(Substring(path.utf8[path.utf8.index(after: slash)...]))
     }
 
     /// Whether the file starts with the ELF magic (read with `pread`, offset untouched).

@@ -23,15 +23,16 @@ public enum StrictModes {
     /// Throws `.insecurePermissions` unless `info` (of `path`) is owned by this user or root
     /// and not writable by group or others; `sticky` accepts a world-writable sticky
     /// directory (an ancestor). `what` names the file in the sentence ("state directory").
-    public static func checkOwnerAndMode(_ info: stat, path: String, what: String, sticky: Bool = false) throws(SwitchbackError) {
+    public static func checkOwnerAndMode(_ info: stat, path: String, what: @autoclosure () -> String, sticky: Bool = false) throws(SwitchbackError) {
         let me = geteuid()
         let mode = info.st_mode & 0o7777
-        let found = "owner uid \(info.st_uid), mode \(String(mode, radix: 8))"
+        // Built only on refusal: this runs some 40 times per start.
+        func found() -> String { "owner uid \(info.st_uid), mode \(String(mode, radix: 8))" }
         if info.st_uid != me && info.st_uid != 0 {
-            throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is owned by another user (\(found)); refusing to trust it: run 'chown \(me) \(path)' or remove it.", path: path)
+            throw SwitchbackError(.insecurePermissions, "The \(what()) \(path) is owned by another user (\(found())); refusing to trust it: run 'chown \(me) \(path)' or remove it.", path: path)
         }
         if mode & mode_t(S_IWGRP | S_IWOTH) != 0 && !(sticky && mode & mode_t(S_ISVTX) != 0) {
-            throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is writable by other users (\(found)); refusing to trust it: run 'chmod go-w \(path)'.", path: path)
+            throw SwitchbackError(.insecurePermissions, "The \(what()) \(path) is writable by other users (\(found())); refusing to trust it: run 'chmod go-w \(path)'.", path: path)
         }
     }
 
@@ -98,13 +99,19 @@ public enum StrictModes {
     /// it does not exist.
     @discardableResult
     public static func checkDirectory(_ path: String, what: String) throws(SwitchbackError) -> Bool {
-        guard let resolved = try resolve(path, what: what, followLast: false, strictHolder: false),
-              let info = try linkStatus(resolved) else { return false }
+        try resolveDirectory(path, what: what, followLast: false) != nil
+    }
+
+    /// `checkDirectory`, for a directory that may itself be reached through links (the
+    /// directory of a library, /lib → usr/lib): returns it resolved, or nil when missing.
+    static func resolveDirectory(_ path: String, what: String, followLast: Bool = true) throws(SwitchbackError) -> String? {
+        guard let resolved = try resolve(path, what: what, followLast: followLast, strictHolder: false),
+              let info = try linkStatus(resolved) else { return nil }
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is not a directory; refusing to use it: remove it or choose another path.", path: path)
         }
-        try checkOwnerAndMode(info, path: path, what: what)
-        return true
+        try checkOwnerAndMode(info, path: resolved, what: what)
+        return resolved
     }
 
     /// `fstat(2)` of an open descriptor, then the strict check: owned by this user or root,
