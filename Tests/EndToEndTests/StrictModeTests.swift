@@ -249,6 +249,15 @@ struct StrictModeSecondUserTests {
         #expect(fellBack.stderr == "launcher: \(try owned(slot, what: "previous slot")). Running the current slot (\(t.currentVersion)) instead.\n")
         try shell("chown", "0", slot)
 
+        try shell("chown", String(other), t.state)
+        let untrusted = try t.launcher()
+        #expect(untrusted.stdout.hasPrefix(t.greeting(.current)), "\(untrusted)")
+        #expect(untrusted.stderr == "launcher: \(try owned(t.state, what: "state directory")); ignoring it and running the current slot.\n")
+        let write = try t.rollbackctl("rollforward")
+        #expect(write.status == 1)
+        #expect(write.stderr == "Error: \(try owned(t.state, what: "state directory")).\n")
+        try shell("chown", "0", t.state)
+
         let manifest = t.bundle + "/manifest"
         try shell("chown", String(other), manifest)
         let refused = try t.launcher()
