@@ -88,6 +88,10 @@ import Testing
         #expect { try FileLock(path: path, timeout: 0.3) } throws: { ($0 as? SwitchbackError)?.code == .lockFailed }
         let waited = Date().timeIntervalSince(started)
         #expect(waited >= 0.3 && waited < 3, "waited \(waited) s")
+        // This process already waited the bound out for this lock: it does not wait again.
+        let again = Date()
+        #expect { try FileLock(path: path, timeout: 5) } throws: { ($0 as? SwitchbackError)?.code == .lockFailed }
+        #expect(Date().timeIntervalSince(again) < 1)
         #expect(try FileLock.acquire(path: path, wait: false) == nil)
         withExtendedLifetime(held) {}
         symlink(path, root + "/lock-link")

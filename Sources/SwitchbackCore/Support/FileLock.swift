@@ -11,10 +11,26 @@ import Glibc
 /// than this one or root, or writable by group or others. Waiting is bounded: a lock still
 /// held after `defaultTimeout` seconds throws `.lockFailed` with a sentence that names the
 /// file, so a process of another user that opened it cannot block the operator forever.
+/// Once a wait for a path timed out, later waits for it in the same process fail at once:
+/// a launcher start that writes under the lock several times pays the bound once.
 public final class FileLock {
     /// How long `init(path:)` and `withLock` wait for a lock another process holds.
     public static let defaultTimeout: Double = 10
     private let fd: Int32
+
+    /// Paths whose wait timed out in this process, guarded by `timedOutGuard`.
+    nonisolated(unsafe) private static var timedOut: [String] = []
+    nonisolated(unsafe) private static let timedOutGuard: UnsafeMutablePointer<pthread_mutex_t> = {
+        let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+        pthread_mutex_init(mutex, nil)
+        return mutex
+    }()
+
+    private static func withTimedOut<T>(_ body: (inout [String]) -> T) -> T {
+        pthread_mutex_lock(timedOutGuard)
+        defer { pthread_mutex_unlock(timedOutGuard) }
+        return body(&timedOut)
+    }
 
     /// Waits until the lock on `path` (created if needed) is held, at most `timeout` seconds.
     public init(path: String, timeout: Double = defaultTimeout) throws(SwitchbackError) {
@@ -40,7 +56,8 @@ public final class FileLock {
         }
         // Poll with LOCK_NB rather than block in LOCK_EX: a blocking flock cannot be bounded
         // without signals. 1 ms at first, doubling to 50 ms, so an uncontended wait is short.
-        let deadline = monotonicSeconds() + (timeout ?? 0)
+        let waitedOutBefore = timeout != nil && withTimedOut { $0.contains(path) }
+        let deadline = monotonicSeconds() + (waitedOutBefore ? 0 : timeout ?? 0)
         var pause: UInt32 = 1_000
         while true {
             let (_, lockError) = retryingInterrupts { flock(fd, LOCK_EX | LOCK_NB) }
@@ -55,6 +72,7 @@ public final class FileLock {
             }
             if monotonicSeconds() >= deadline {
                 close(fd)
+                if !waitedOutBefore { withTimedOut { $0.append(path) } }
                 throw SwitchbackError(.lockFailed, "The lock file \(path) is still held by another process after \(Int(timeout)) seconds; find it with 'fuser -v \(path)' and stop it (or wait for it to finish), then try again.", path: path, errno: lockError)
             }
             usleep(pause)
