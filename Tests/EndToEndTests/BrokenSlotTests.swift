@@ -52,11 +52,11 @@ import Testing
                 return "The \(slot.rawValue) slot at \(path) cannot be loaded: dlopen failed: \(path): undefined symbol: switchback_missing_function."
             case .worldWritable:
                 try shell("chmod", "666", path)
-                return "The \(slot.rawValue) slot \(path) is writable by other users (mode 666); refusing to trust it: run 'chmod go-w \(path)'."
+                return "The \(slot.rawValue) slot \(path) is writable by other users (owner uid \(geteuid()), mode 666); refusing to trust it: run 'chmod go-w \(path)'."
             case .writableDirectory:
                 let directory = (path as NSString).deletingLastPathComponent
                 try shell("chmod", "777", directory)
-                return "The \(slot.rawValue) slot's directory \(directory) is writable by other users (mode 777); refusing to trust it: run 'chmod go-w \(directory)'."
+                return "The directory of the \(slot.rawValue) slot \(directory) is writable by other users (owner uid \(geteuid()), mode 777); refusing to trust it: run 'chmod go-w \(directory)'."
             }
         }
     }

@@ -76,10 +76,10 @@ import Testing
         try shell("chmod", "777", t.state)
         let result = try t.launcher()
         #expect(result.stdout.hasPrefix(t.greeting(.current)))
-        #expect(result.stderr == "launcher: The state directory \(t.state) is writable by other users (mode 777); refusing to trust it: run 'chmod go-w \(t.state)'; ignoring it and running the current slot.\n")
+        #expect(result.stderr == "launcher: The state directory \(t.state) is writable by other users (owner uid \(geteuid()), mode 777); refusing to trust it: run 'chmod go-w \(t.state)'; ignoring it and running the current slot.\n")
         let write = try t.rollbackctl("rollforward")
         #expect(write.status == 1)
-        #expect(write.stderr == "Error: The state directory \(t.state) is writable by other users (mode 777); refusing to trust it: run 'chmod go-w \(t.state)'.\n")
+        #expect(write.stderr == "Error: The state directory \(t.state) is writable by other users (owner uid \(geteuid()), mode 777); refusing to trust it: run 'chmod go-w \(t.state)'.\n")
         try shell("chmod", "700", t.state)
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
     }

@@ -20,12 +20,15 @@ package struct Workspace {
             }
             root = FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: executable))
         }
+        let manifest: Manifest
+        do { manifest = try Manifest.load(bundleRoot: root) } catch { throw .failure(error.message) }
+        // A relative --state-dir is made absolute against the working directory; a relative
+        // SWITCHBACK_STATE_DIR (or HOME) is a usage error, exit 64, as in the launcher.
         do {
-            let manifest = try Manifest.load(bundleRoot: root)
             let directory = try StateDirectory.resolve(explicit: stateDirectory, appID: manifest.appID)
             return Workspace(bundleRoot: root, manifest: manifest, directory: directory)
         } catch {
-            throw .failure(error.message)
+            throw error.code == .invalidArgument ? .usage(error.message, subcommand: nil) : .failure(error.message)
         }
     }
 

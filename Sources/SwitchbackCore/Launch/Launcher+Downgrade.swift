@@ -27,7 +27,7 @@ extension Launcher {
         let slot: LoadedSlot
         do {
             let verified = try verifier.verify(.current)
-            slot = try LoadedSlot.load(.current, path: verified.path, dependencies: manifest.current.needed)
+            slot = try LoadedSlot.load(.current, verified: verified, dependencies: manifest.current.needed)
         } catch { downgradeFailed(error.message) }
 
         guard let downgrade = slot.library.symbol(named: SWITCHBACK_DOWNGRADE_SYMBOL, as: SwitchbackDowngradeFunction.self) else {

@@ -13,11 +13,31 @@ public struct DynamicLibrary: @unchecked Sendable {
     /// RTLD_LAZY a missing one kills the process mid-run), and nothing ever unmaps it.
     /// `lazily` uses RTLD_LAZY instead, for a file known to bind (see LoadedSlot).
     public static func open(at path: String, global: Bool = false, lazily: Bool = false) throws(SwitchbackError) -> DynamicLibrary {
-        guard let handle = dlopen(path, (lazily ? RTLD_LAZY : RTLD_NOW) | RTLD_NODELETE | (global ? RTLD_GLOBAL : RTLD_LOCAL)) else {
+        guard let handle = dlopen(path, flags(global: global, lazily: lazily)) else {
             let detail = dlerror().map { String(cString: $0) } ?? "unknown error"
             throw SwitchbackError(.slotLoadFailed, "dlopen failed: \(detail).", path: path)
         }
         return DynamicLibrary(handle: handle, path: path)
+    }
+
+    /// Wraps `dlopen(3)` of `/proc/self/fd/N`, N a duplicate of `descriptor`, with the flags
+    /// of `open(at:)`: maps the very file that descriptor refers to, whatever is at `path`
+    /// now. The duplicate (close-on-exec) stays open for the life of the process, so the name
+    /// the dynamic linker recorded keeps naming this file. Errors name `path`.
+    public static func open(descriptor: Int32, path: String, global: Bool = false, lazily: Bool = false) throws(SwitchbackError) -> DynamicLibrary {
+        let duplicate = fcntl(descriptor, F_DUPFD_CLOEXEC, 0)
+        if duplicate < 0 { throw .system("Duplicating the descriptor of", path: path, errno: errno) }
+        let procPath = "/proc/self/fd/\(duplicate)"
+        guard let handle = dlopen(procPath, flags(global: global, lazily: lazily)) else {
+            let detail = dlerror().map { String(cString: $0) } ?? "unknown error"
+            close(duplicate)
+            throw SwitchbackError(.slotLoadFailed, "dlopen failed: \(detail.replacing(procPath, with: path)).", path: path)
+        }
+        return DynamicLibrary(handle: handle, path: path)
+    }
+
+    private static func flags(global: Bool, lazily: Bool) -> Int32 {
+        (lazily ? RTLD_LAZY : RTLD_NOW) | RTLD_NODELETE | (global ? RTLD_GLOBAL : RTLD_LOCAL)
     }
 
     /// Wraps `dlsym(3)`: the address of `name`, cast to the C function type `T`.

@@ -10,23 +10,52 @@ public struct LoadedSlot: @unchecked Sendable {
     public var stamp: ABIStamp
     public var entryPoint: SwitchbackEntryPoint
 
-    /// Opens a verified slot file and checks it. Once `dlopen` succeeded the library stays
-    /// mapped, so a caller that gets `.slotSymbolMissing` or `.slotABIMismatch` must not load
-    /// another build into this process: it re-executes instead.
+    /// Maps the slot file `SlotVerifier` checked — through `/proc/self/fd/N` of the very
+    /// descriptor it checked, never by opening its path again — and checks it. Once
+    /// `dlopen` succeeded the library stays mapped, so a caller that gets
+    /// `.slotSymbolMissing` or `.slotABIMismatch` must not load another build into this
+    /// process: it re-executes instead.
     ///
     /// `dependencies` (the libraries the slot links, from the manifest) are loaded first
     /// with RTLD_LAZY, so that opening the slot binds the symbols *the slot* uses, not every
-    /// symbol of FoundationEssentials and the rest (that alone costs about 1 ms per start).
-    /// The slot itself is opened with RTLD_NOW — every symbol it uses bound before any of its
-    /// code runs — unless `bindLazily`, which the launcher passes only for a file that was
-    /// already opened with RTLD_NOW against exactly these libraries (same fingerprints).
-    public static func load(_ slot: BuildSlot, path: String, dependencies: [String] = [], bindLazily: Bool = false) throws(SwitchbackError) -> LoadedSlot {
-        let name = "The \(slot.rawValue) slot at \(path)"
-        for dependency in dependencies {
+    /// symbol of FoundationEssentials and the rest (that alone costs about 1 ms per start);
+    /// only those the verifier checked (`verified.libraries`) are opened. The slot itself is
+    /// opened with RTLD_NOW — every symbol it uses bound before any of its code runs — unless
+    /// `bindLazily`, which the launcher passes only for a file that was already opened with
+    /// RTLD_NOW against exactly these libraries (same fingerprints).
+    public static func load(_ slot: BuildSlot, verified: SlotVerifier.Verified, dependencies: [String] = [],
+                            bindLazily: Bool = false) throws(SwitchbackError) -> LoadedSlot {
+        for dependency in dependencies where verified.libraries.contains(dependency) {
             _ = dlopen(dependency, RTLD_LAZY | RTLD_NODELETE)
         }
+        return try map(slot, path: verified.path, bindLazily: bindLazily) { () throws(SwitchbackError) in
+            try DynamicLibrary.open(descriptor: verified.file.descriptor, path: verified.path, lazily: bindLazily)
+        }
+    }
+
+    /// Opens the slot file at `path` the strict way (`StrictModes`: directories, links and
+    /// the file checked, then one descriptor mapped through `/proc/self/fd/N`), after checking
+    /// `dependencies` the same way, but without the manifest's size and hash checks.
+    @available(*, deprecated, message: "Pass the SlotVerifier.Verified: it maps the very file that was checked against the manifest.")
+    public static func load(_ slot: BuildSlot, path: String, dependencies: [String] = [], bindLazily: Bool = false) throws(SwitchbackError) -> LoadedSlot {
+        let what = "\(slot.rawValue) slot"
+        guard let (file, _) = try SlotFile.open(path, what: what) else {
+            throw SwitchbackError(.slotMissing, "The \(what) at \(path) is missing; rebuild the bundle with scripts/bundle.", path: path)
+        }
+        for dependency in try SlotFile.checkLibraries(dependencies, neededBy: what) {
+            _ = dlopen(dependency, RTLD_LAZY | RTLD_NODELETE)
+        }
+        return try map(slot, path: path, bindLazily: bindLazily) { () throws(SwitchbackError) in
+            try DynamicLibrary.open(descriptor: file.descriptor, path: path, lazily: bindLazily)
+        }
+    }
+
+    private static func map(_ slot: BuildSlot, path: String, bindLazily: Bool,
+                            _ open: () throws(SwitchbackError) -> DynamicLibrary) throws(SwitchbackError) -> LoadedSlot {
+        let name = "The \(slot.rawValue) slot at \(path)"
         let library: DynamicLibrary
-        do { library = try DynamicLibrary.open(at: path, lazily: bindLazily) } catch {
+        do { library = try open() } catch {
+            if error.code != .slotLoadFailed { throw error }
             throw SwitchbackError(.slotLoadFailed, "\(name) cannot be loaded: \(error.message) Rebuild it with scripts/bundle.", path: path)
         }
         guard let stampFunction = library.symbol(named: SWITCHBACK_STAMP_SYMBOL, as: SwitchbackStampFunction.self),

@@ -15,6 +15,15 @@ public enum SHA256 {
 
     /// The lowercase hex SHA-256 of the file at `path`, read in 256 KiB chunks.
     public static func hexDigest(ofFile path: String) throws(SwitchbackError) -> String {
+        let (fd, openError) = retryingInterrupts { open(path, O_RDONLY | O_CLOEXEC) }
+        if fd < 0 { throw .system("Opening", path: path, errno: openError) }
+        defer { close(fd) }
+        return try hexDigest(ofDescriptor: fd, path: path)
+    }
+
+    /// The lowercase hex SHA-256 of the open file `fd`, read from offset 0 with `pread` (its
+    /// offset is left alone); `path` names it in errors.
+    public static func hexDigest(ofDescriptor fd: Int32, path: String) throws(SwitchbackError) -> String {
         let library: DynamicLibrary
         do { library = try DynamicLibrary.open(at: "libcrypto.so.3") } catch {
             throw SwitchbackError(.cryptoUnavailable, "Cannot load the system's libcrypto.so.3 to hash \(path): \(error.message) Install OpenSSL 3 (libssl3).", path: path)
@@ -27,9 +36,6 @@ public enum SHA256 {
               let finalise = library.symbol(named: "EVP_DigestFinal_ex", as: Finalise.self) else {
             throw SwitchbackError(.cryptoUnavailable, "The system's libcrypto.so.3 lacks the EVP digest functions; install OpenSSL 3 (libssl3).", path: path)
         }
-        let (fd, openError) = retryingInterrupts { open(path, O_RDONLY | O_CLOEXEC) }
-        if fd < 0 { throw .system("Opening", path: path, errno: openError) }
-        defer { close(fd) }
         guard let context = new() else {
             throw SwitchbackError(.cryptoUnavailable, "libcrypto could not allocate a digest context.", path: path)
         }
@@ -38,12 +44,14 @@ public enum SHA256 {
             throw SwitchbackError(.cryptoUnavailable, "libcrypto could not start a SHA-256 digest.", path: path)
         }
         var chunk = [UInt8](repeating: 0, count: 256 << 10)
+        var offset: off_t = 0
         while true {
             let (count, readError) = chunk.withUnsafeMutableBytes { buffer in
-                retryingInterrupts { read(fd, buffer.baseAddress, buffer.count) }
+                retryingInterrupts { pread(fd, buffer.baseAddress, buffer.count, offset) }
             }
             if count < 0 { throw .system("Reading", path: path, errno: readError) }
             if count == 0 { break }
+            offset += off_t(count)
             _ = chunk.withUnsafeBytes { update(context, $0.baseAddress, count) }
         }
         var digest = [UInt8](repeating: 0, count: 32)

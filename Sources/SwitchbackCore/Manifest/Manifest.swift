@@ -46,11 +46,15 @@ public struct Manifest: Sendable, Equatable {
     }
 
     /// Reads `<bundle>/manifest`. Throws `.manifestMissing` or `.manifestInvalid` with a
-    /// sentence that says to rebuild the bundle.
+    /// sentence that says to rebuild the bundle, and `.insecurePermissions` (before reading
+    /// a byte) when another user could change the bundle's directories or the manifest
+    /// (`checkBundleDirectories`; the file is opened with `O_NOFOLLOW` and checked by `fstat`).
     public static func load(bundleRoot: String) throws(SwitchbackError) -> Manifest {
         let path = bundleRoot + "/manifest"
+        try checkBundleDirectories(bundleRoot: bundleRoot)
         let bytes: [UInt8]?
         do { bytes = try FileSystem.read(path, limit: 1 << 20) } catch {
+            if error.code == .insecurePermissions { throw manifestUntrusted(error, path: path) }
             throw SwitchbackError(.manifestInvalid, "Cannot read the manifest \(path): \(error.message) Rebuild the bundle with scripts/bundle.", path: path, errno: error.errno)
         }
         guard let bytes else {

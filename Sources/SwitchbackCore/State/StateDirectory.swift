@@ -11,18 +11,29 @@ public struct StateDirectory: Sendable, Equatable {
 
     public init(path: String) { self.path = path }
 
-    /// Resolves the directory from an explicit path, then the environment. A relative
-    /// path is made absolute against the working directory once, here.
+    /// Resolves the directory from an explicit path, then the environment.
+    ///
+    /// An explicit path (`rollbackctl --state-dir`), typed by the operator for this one
+    /// command, is made absolute against the working directory once, here. A relative
+    /// `SWITCHBACK_STATE_DIR` or `HOME` is refused (`.invalidArgument`): inherited by every
+    /// process, it would silently split one install into one state per working directory.
+    /// A relative `XDG_STATE_HOME` is ignored, as the XDG specification says.
     public static func resolve(explicit: String? = nil, appID: String,
                                environment: (String) -> String? = environmentValue) throws(SwitchbackError) -> StateDirectory {
         let chosen: String
         if let explicit, !explicit.isEmpty {
             chosen = explicit
         } else if let value = environment("SWITCHBACK_STATE_DIR"), !value.isEmpty {
+            guard value.hasPrefix("/") else {
+                throw SwitchbackError(.invalidArgument, "SWITCHBACK_STATE_DIR is the relative path '\(value)', which would name a different state directory in every working directory; set it to an absolute path.")
+            }
             chosen = value
         } else if let value = environment("XDG_STATE_HOME"), value.hasPrefix("/") {
             chosen = value + "/" + appID
         } else if let home = environment("HOME"), !home.isEmpty {
+            guard home.hasPrefix("/") else {
+                throw SwitchbackError(.invalidArgument, "HOME is the relative path '\(home)', so the state directory would differ in every working directory; set HOME or SWITCHBACK_STATE_DIR to an absolute path.")
+            }
             chosen = home + "/.local/state/" + appID
         } else {
             throw SwitchbackError(.invalidArgument, "No state directory: set SWITCHBACK_STATE_DIR or HOME.")
@@ -46,28 +57,18 @@ public struct StateDirectory: Sendable, Equatable {
     public var verifiedCachePath: String { path + "/verified-slots" }
 
     /// Throws `.insecurePermissions` when another user could write the directory (like
-    /// ssh's StrictModes): it must be owned by this user or root and not be group- or
-    /// world-writable. A directory that does not exist yet is fine.
+    /// ssh's StrictModes, see `StrictModes`): it must be owned by this user or root, not be
+    /// group- or world-writable and not be a symbolic link, and every directory above it
+    /// must pass the same check (a sticky one like /tmp may be world-writable). A directory
+    /// that does not exist yet is fine. Each file in it is checked when it is opened
+    /// (`FileSystem`, `FileLock`).
     public func checkPermissions() throws(SwitchbackError) {
-        guard let info = try FileSystem.status(path) else { return }
-        try Self.checkNotWritableByOthers(info, path: path, what: "state directory",
-                                          fix: "chmod go-w \(path)")
+        try StrictModes.checkDirectory(path, what: "state directory")
     }
 
     /// Creates the directory (mode 0700) if needed and checks its permissions.
     public func prepare() throws(SwitchbackError) {
         try FileSystem.createDirectory(path)
         try checkPermissions()
-    }
-
-    /// Shared by the state directory and slot checks.
-    static func checkNotWritableByOthers(_ info: stat, path: String, what: String, fix: String) throws(SwitchbackError) {
-        let me = geteuid()
-        if info.st_uid != me && info.st_uid != 0 {
-            throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is owned by another user (uid \(info.st_uid)); refusing to trust it: chown it to uid \(me).", path: path)
-        }
-        if info.st_mode & (S_IWGRP | S_IWOTH) != 0 {
-            throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is writable by other users (mode \(String(info.st_mode & 0o7777, radix: 8))); refusing to trust it: run '\(fix)'.", path: path)
-        }
     }
 }

@@ -48,6 +48,9 @@ public struct StateStore: Sendable {
             }
             return LoadedState(state: try PersistedState.parse(bytes, path: path))
         } catch {
+            // A state file another user could write means the directory is not ours alone:
+            // like an untrusted directory, nothing in it decides (the current slot runs).
+            if error.code == .insecurePermissions { return LoadedState(state: .initial, problem: error) }
             if let last = try? HistoryLog(path: directory.historyPath).read().events.last(where: { $0.kind == .switch }) {
                 let state = PersistedState(rollback: last.to == .previous, source: last.source, reason: last.reason, changedAt: last.time)
                 return LoadedState(state: state, problem: error, recoveredFromHistory: true)

@@ -4,15 +4,21 @@ import Glibc
 
 /// Small wrappers of POSIX file calls: whole-file reads, crash-safe replacement and
 /// durable appends. Every descriptor is closed on every path.
+///
+/// `read`, `replace` and `appendDurably` are for files Switchback trusts (the manifest, the
+/// state directory's files): they never follow a symbolic link as the last component
+/// (`O_NOFOLLOW`) and refuse, with `.insecurePermissions`, a file that is not regular, is
+/// owned by another user than this one or root, or is writable by group or others (checked
+/// with `fstat` on the opened descriptor, so the file checked is the file read).
 public enum FileSystem {
-    /// Reads a whole file. Returns nil when it does not exist; throws on any other failure.
+    /// Reads a whole trusted file. Returns nil when it does not exist; throws
+    /// `.insecurePermissions` for a link or a file another user could write, and on any
+    /// other failure.
     public static func read(_ path: String, limit: Int = 16 << 20) throws(SwitchbackError) -> [UInt8]? {
-        let (fd, openError) = retryingInterrupts { open(path, O_RDONLY | O_CLOEXEC) }
-        if fd < 0 {
-            if openError == ENOENT || openError == ENOTDIR { return nil }
-            throw .system("Opening", path: path, errno: openError)
-        }
+        // O_NONBLOCK: a FIFO put in place of a file must not hang the open (no effect on files).
+        guard let fd = try StrictModes.openNoFollow(path, what: "file", flags: O_RDONLY | O_NONBLOCK) else { return nil }
         defer { close(fd) }
+        _ = try StrictModes.checkOpenFile(fd, path: path, what: "file")
         return try readToEnd(fd, path: path, limit: limit)
     }
 
@@ -36,10 +42,20 @@ public enum FileSystem {
     /// Replaces `path` with `bytes` so that readers see the old or the new content, never
     /// half: a temporary file in the same directory, fsync, rename, fsync the directory.
     /// With `durable: false` the two fsyncs are skipped (for caches whose loss is harmless).
+    /// The temporary file is created new (`O_EXCL | O_NOFOLLOW`): a leftover of a crashed
+    /// writer with the same pid is removed first, and nothing already there is written through.
+    /// A link or a foreign file at `path` is replaced, never followed.
     public static func replace(_ path: String, with bytes: [UInt8], mode: mode_t = 0o600, durable: Bool = true) throws(SwitchbackError) {
         let directory = parentDirectory(of: path)
         let temporary = "\(path).tmp-\(getpid())"
-        let (fd, openError) = retryingInterrupts { open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode) }
+        func create() -> (Int32, Int32) {
+            retryingInterrupts { open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+        }
+        var (fd, openError) = create()
+        if fd < 0 && openError == EEXIST {
+            unlink(temporary)
+            (fd, openError) = create()
+        }
         if fd < 0 { throw .system("Creating", path: temporary, errno: openError) }
         do throws(SwitchbackError) {
             try writeAll(fd, bytes, path: temporary)
@@ -60,10 +76,13 @@ public enum FileSystem {
 
     /// Appends `bytes` with one `write(2)` on an O_APPEND descriptor, then fsyncs, so a
     /// crash leaves either the whole record or (rarely) a torn last line readers skip.
+    /// Refuses (`.insecurePermissions`) a link at `path` or a file another user could write.
     public static func appendDurably(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(SwitchbackError) {
-        let (fd, openError) = retryingInterrupts { open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, mode) }
-        if fd < 0 { throw .system("Opening", path: path, errno: openError) }
+        guard let fd = try StrictModes.openNoFollow(path, what: "file", flags: O_WRONLY | O_CREAT | O_APPEND, mode: mode) else {
+            throw .system("Opening", path: path, errno: ENOENT)
+        }
         defer { close(fd) }
+        _ = try StrictModes.checkOpenFile(fd, path: path, what: "file")
         try writeAll(fd, bytes, path: path)
         if fsync(fd) != 0 { throw .system("Syncing", path: path, errno: errno) }
     }

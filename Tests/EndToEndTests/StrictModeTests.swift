@@ -1,0 +1,343 @@
+import Foundation
+import SwitchbackCore
+import Testing
+
+/// Strict modes (issue 11, part 4), through the real binaries on a copy of the bundle: every
+/// file the launcher trusts that another user could change, or that is a link where none is
+/// expected, is refused with one sentence naming the path, the owner and mode found and the
+/// fix, and no attacker code ever runs.
+@Suite struct StrictModeTests {
+    @Test func aWorldWritableManifestIsRefusedBeforeAnyLibraryItNamesIsLoaded() throws {
+        let t = try TestBundle()
+        let marker = t.directory + "/attacker-ran"
+        let evil = t.directory + "/libevil.so"
+        try compileAttackerLibrary(at: evil, marker: marker)
+        for slot in ["current", "previous"] {
+            try t.setManifestSetting("\(slot).needed", evil + "," + t.manifestValue("\(slot).needed"))
+        }
+        let manifest = t.bundle + "/manifest"
+        try shell("chmod", "666", manifest)
+        let sentence = "The manifest \(manifest) is writable by other users (owner uid \(geteuid()), mode 666); refusing to trust it: run 'chmod go-w \(manifest)'."
+
+        let result = try t.launcher()
+        #expect(result.status == 70)
+        #expect(result.stderr == "launcher: \(sentence)\n")
+        #expect(result.stdout.isEmpty)
+        let status = try t.rollbackctl("status")
+        #expect(status.status == 1)
+        #expect(status.stderr == "Error: \(sentence)\n")
+        #expect(!FileManager.default.fileExists(atPath: marker), "the attacker's constructor ran")
+    }
+
+    @Test func aLibraryTheManifestNamesInAWritableDirectoryIsNeverLoaded() throws {
+        let t = try TestBundle()
+        let marker = t.directory + "/attacker-ran"
+        let shared = t.directory + "/shared"
+        try shell("mkdir", "-m", "777", shared)
+        let evil = shared + "/libevil.so"
+        try compileAttackerLibrary(at: evil, marker: marker)
+        for slot in ["current", "previous"] {
+            try t.setManifestSetting("\(slot).needed", evil + "," + t.manifestValue("\(slot).needed"))
+        }
+        let result = try t.launcher()
+        #expect(result.status == 70)
+        #expect(result.stderr.hasPrefix("launcher: neither slot can run. First: The directory of the current slot's library \(shared) is writable by other users (owner uid \(geteuid()), mode 777); refusing to trust it: run 'chmod go-w \(shared)'. Then: The directory of the previous slot's library \(shared) is writable"))
+        #expect(!FileManager.default.fileExists(atPath: marker), "the attacker's constructor ran")
+    }
+
+    @Test func aSlotLinkedIntoAWorldWritableDirectoryIsRefused() throws {
+        let t = try TestBundle()
+        let slot = t.slotPath(.current)
+        let shared = t.directory + "/shared"
+        try shell("mkdir", "-m", "777", shared)
+        try shell("mv", slot, shared + "/libAppCore.so")
+        try shell("ln", "-s", shared + "/libAppCore.so", slot)
+
+        let result = try t.launcher()
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix(t.greeting(.previous)))
+        #expect(result.stderr == "launcher: The directory of the current slot \(shared) is writable by other users (owner uid \(geteuid()), mode 777); refusing to trust it: run 'chmod go-w \(shared)'. Running the previous slot (\(t.previousVersion)) instead.\n")
+
+        // The same link into a directory only its owner can write: resolved, checked, run.
+        try shell("chmod", "755", shared)
+        let trusted = try t.launcher()
+        #expect(trusted.stdout.hasPrefix(t.greeting(.current)), "\(trusted)")
+        #expect(trusted.stderr.isEmpty)
+    }
+
+    /// The attack that ran code in 34 of 300 starts: the slot file is swapped for another of
+    /// the same size while launchers start. The launcher checks and maps one descriptor, so
+    /// the file it hashed is the file it maps: each start runs the real build or falls back.
+    @Test func aSlotSwappedWhileLaunchersStartNeverRunsAttackerCode() throws {
+        let t = try TestBundle()
+        let slot = t.slotPath(.current)
+        let directory = (slot as NSString).deletingLastPathComponent
+        let size = try FileManager.default.attributesOfItem(atPath: slot)[.size] as! Int
+        let marker = t.directory + "/attacker-ran"
+        let evil = directory + "/evil.so"
+        try compileAttackerLibrary(at: evil, marker: marker)
+        try shell("truncate", "-s", String(size), evil)  // same size: only the hash tells them apart
+        try shell("ln", slot, directory + "/good.so")
+        let swapper = try SpawnedProcess("/bin/sh", ["-c", """
+            cd '\(directory)' && while :; do ln -f evil.so next && mv -f next libAppCore.so; ln -f good.so next && mv -f next libAppCore.so; done
+            """], environment: ["PATH": "/usr/bin:/bin"], ownProcessGroup: true)
+        defer { kill(-swapper.pid, SIGKILL); swapper.wait() }
+
+        var ranCurrent = 0, fellBack = 0
+        for _ in 0..<120 {
+            let result = try t.launcher()
+            #expect(!result.stdout.contains("EVIL"), "\(result)")
+            #expect(result.status == 0, "\(result)")
+            if result.stdout.hasPrefix(t.greeting(.current)) {
+                ranCurrent += 1
+            } else {
+                #expect(result.stdout.hasPrefix(t.greeting(.previous)), "\(result)")
+                #expect(result.stderr.contains("does not match the manifest's SHA-256"), "\(result)")
+                fellBack += 1
+            }
+        }
+        #expect(!FileManager.default.fileExists(atPath: marker), "the attacker's constructor ran")
+        print("swapped slot: \(ranCurrent) starts ran the real build, \(fellBack) fell back, 0 ran the attacker's")
+    }
+
+    @Test func aSymlinkedStateDirectoryIsNotFollowed() throws {
+        let t = try TestBundle()
+        let real = t.directory + "/real-state"
+        try shell("mkdir", "-m", "700", real)
+        try shell("ln", "-s", real, t.state)
+        let sentence = "The state directory \(t.state) is a symbolic link; refusing to follow it: use the real path (\(real)) instead"
+
+        let result = try t.launcher()
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix(t.greeting(.current)))
+        #expect(result.stderr == "launcher: \(sentence); ignoring it and running the current slot.\n")
+        let rollback = try t.rollbackctl("rollback")
+        #expect(rollback.status == 1)
+        #expect(rollback.stderr == "Error: \(sentence).\n")
+        // Neither tool wrote its own files through the link. (The sample app still gets the
+        // path in its context and keeps its data there, as it does in any untrusted directory.)
+        let written = Set(try FileManager.default.contentsOfDirectory(atPath: real))
+        #expect(written.isDisjoint(with: ["state", "history.log", "lock", "health", "verified-slots", "remote", "install-id"]),
+                "written through the link: \(written.sorted())")
+    }
+
+    @Test func aSymlinkedHistoryOrLockIsNotFollowed() throws {
+        let t = try TestBundle()
+        #expect(try t.rollbackctl("rollback").status == 0)
+        let outside = t.directory + "/outside.log"
+        try "untouched\n".write(toFile: outside, atomically: true, encoding: .utf8)
+
+        let history = t.state + "/history.log"
+        try FileManager.default.removeItem(atPath: history)
+        try shell("ln", "-s", outside, history)
+        let read = try t.rollbackctl("history")
+        #expect(read.status == 1)
+        #expect(read.stderr == "Error: The file \(history) is a symbolic link; refusing to follow it: replace it with a regular file (or remove it).\n")
+        let write = try t.rollbackctl("rollforward")
+        #expect(write.status == 1)
+        #expect(write.stderr.contains("\(history) is a symbolic link; refusing to follow it"), "\(write)")
+        #expect(try String(contentsOfFile: outside, encoding: .utf8) == "untouched\n")
+        try FileManager.default.removeItem(atPath: history)
+
+        let lock = t.state + "/lock"
+        let dangling = t.directory + "/made-through-the-link"
+        try FileManager.default.removeItem(atPath: lock)
+        try shell("ln", "-s", dangling, lock)
+        let locked = try t.rollbackctl("rollforward")
+        #expect(locked.status == 1)
+        #expect(locked.stderr == "Error: The lock file \(lock) is a symbolic link; refusing to follow it: replace it with a regular file (or remove it).\n")
+        #expect(!FileManager.default.fileExists(atPath: dangling))
+    }
+
+    /// Mode 0666 files in a 0755 directory: the directory passes, each file is refused.
+    @Test func stateFilesOthersCanWriteAreRefused() throws {
+        let t = try TestBundle()
+        #expect(try t.rollbackctl("rollback").status == 0)
+        #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
+        try shell("chmod", "755", t.state)
+        func writable(_ path: String) -> String {
+            "The file \(path) is writable by other users (owner uid \(geteuid()), mode 666); refusing to trust it: run 'chmod go-w \(path)'"
+        }
+
+        let state = t.state + "/state"
+        try shell("chmod", "666", state)
+        let ignored = try t.launcher()
+        #expect(ignored.stdout.hasPrefix(t.greeting(.current)), "the flag of a file others can write was honoured")
+        #expect(ignored.stderr == "launcher: \(writable(state)); ignoring it and running the current slot.\n")
+        try shell("chmod", "600", state)
+
+        let health = t.state + "/health"
+        try shell("chmod", "666", health)
+        let onTrial = try t.launcher()
+        #expect(onTrial.stderr.contains("launcher: \(writable(health)). Every build is on trial again."), "\(onTrial)")
+
+        let history = t.state + "/history.log"
+        try shell("chmod", "666", history)
+        let read = try t.rollbackctl("history")
+        #expect(read.status == 1)
+        #expect(read.stderr == "Error: \(writable(history)).\n")
+        try shell("chmod", "600", history)
+
+        let lock = t.state + "/lock"
+        try shell("chmod", "666", lock)
+        let locked = try t.rollbackctl("rollforward")
+        #expect(locked.status == 1)
+        #expect(locked.stderr == "Error: The lock file \(lock) is writable by other users (owner uid \(geteuid()), mode 666); refusing to trust it: run 'chmod go-w \(lock)'.\n")
+    }
+
+    @Test func aRelativeStateDirectoryIsRefused() throws {
+        let t = try TestBundle()
+        let sentence = "SWITCHBACK_STATE_DIR is the relative path 'state', which would name a different state directory in every working directory; set it to an absolute path."
+        let launcher = try t.launcher(environment: ["SWITCHBACK_STATE_DIR": "state"])
+        #expect(launcher.status == 64)
+        #expect(launcher.stderr == "launcher: \(sentence)\n")
+        #expect(launcher.stdout.isEmpty)
+        let status = try t.rollbackctl("status", environment: ["SWITCHBACK_STATE_DIR": "state"])
+        #expect(status.status == 64)
+        #expect(status.stderr.hasPrefix("Error: \(sentence)\n"))
+
+        // --state-dir, typed for one command, is made absolute against the working directory.
+        let explicit = try t.run("/usr/bin/env", ["-C", t.directory, t.bundle + "/bin/rollbackctl", "--state-dir", "typed", "status"])
+        #expect(explicit.status == 0, "\(explicit)")
+        #expect(explicit.stdout.contains("State directory: \(t.directory)/typed"))
+    }
+}
+
+/// The cases that need a second user: files owned by another uid, and another uid holding
+/// the lock. Runs as root (it creates the user `switchback-other` if missing).
+@Suite(.enabled(if: geteuid() == 0, "needs root to create files owned by a second uid and run a process as that uid"))
+struct StrictModeSecondUserTests {
+    @Test func filesOwnedByAnotherUserAreRefused() throws {
+        let other = try SecondUser.uid()
+        let t = try TestBundle()
+        #expect(try t.rollbackctl("rollback").status == 0)
+        #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
+        func owned(_ path: String, what: String = "file") throws -> String {
+            let mode = String((try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as! Int), radix: 8)
+            return "The \(what) \(path) is owned by another user (owner uid \(other), mode \(mode)); refusing to trust it: run 'chown 0 \(path)' or remove it"
+        }
+
+        let state = t.state + "/state"
+        try shell("chown", String(other), state)
+        let ignored = try t.launcher()
+        #expect(ignored.stdout.hasPrefix(t.greeting(.current)), "the flag of another user's file was honoured")
+        #expect(ignored.stderr == "launcher: \(try owned(state)); ignoring it and running the current slot.\n")
+        try shell("chown", "0", state)
+
+        let health = t.state + "/health"
+        try shell("chown", String(other), health)
+        #expect(try t.launcher().stderr.contains("launcher: \(try owned(health)). Every build is on trial again."))
+
+        let history = t.state + "/history.log"
+        try shell("chown", String(other), history)
+        let read = try t.rollbackctl("history")
+        #expect(read.status == 1)
+        #expect(read.stderr == "Error: \(try owned(history)).\n")
+        try shell("chown", "0", history)
+
+        let lock = t.state + "/lock"
+        try shell("chown", String(other), lock)
+        let locked = try t.rollbackctl("rollforward")
+        #expect(locked.status == 1)
+        #expect(locked.stderr == "Error: \(try owned(lock, what: "lock file")).\n")
+        try shell("chown", "0", lock)
+
+        let slot = t.slotPath(.previous)  // the flag says previous: it falls back to current
+        try shell("chown", String(other), slot)
+        let fellBack = try t.launcher()
+        #expect(fellBack.stdout.hasPrefix(t.greeting(.current)), "\(fellBack)")
+        #expect(fellBack.stderr == "launcher: \(try owned(slot, what: "previous slot")). Running the current slot (\(t.currentVersion)) instead.\n")
+        try shell("chown", "0", slot)
+
+        try shell("chown", String(other), t.state)
+        let untrusted = try t.launcher()
+        #expect(untrusted.stdout.hasPrefix(t.greeting(.current)), "\(untrusted)")
+        #expect(untrusted.stderr == "launcher: \(try owned(t.state, what: "state directory")); ignoring it and running the current slot.\n")
+        let write = try t.rollbackctl("rollforward")
+        #expect(write.status == 1)
+        #expect(write.stderr == "Error: \(try owned(t.state, what: "state directory")).\n")
+        try shell("chown", "0", t.state)
+
+        let manifest = t.bundle + "/manifest"
+        try shell("chown", String(other), manifest)
+        let refused = try t.launcher()
+        #expect(refused.status == 70)
+        #expect(refused.stderr == "launcher: \(try owned(manifest, what: "manifest")).\n")
+    }
+
+    @Test func aSlotLinkOwnedByAnotherUserIsNotFollowed() throws {
+        let other = try SecondUser.uid()
+        let t = try TestBundle()
+        let slot = t.slotPath(.current)
+        let kept = t.directory + "/kept"
+        try shell("mkdir", "-m", "755", kept)
+        try shell("mv", slot, kept + "/libAppCore.so")
+        try shell("ln", "-s", kept + "/libAppCore.so", slot)
+        try shell("chown", "-h", String(other), slot)
+        let result = try t.launcher()
+        #expect(result.stdout.hasPrefix(t.greeting(.previous)))
+        #expect(result.stderr == "launcher: The symbolic link \(slot) on the way to the current slot is owned by another user (owner uid \(other)); refusing to follow it: remove it or run 'chown -h 0 \(slot)'. Running the previous slot (\(t.previousVersion)) instead.\n")
+    }
+
+    /// Another user who can read the lock file can `flock` it; the operator's command waits
+    /// 10 seconds, then fails with a sentence that names the file, instead of forever.
+    @Test func aLockAnotherUserHoldsFailsWithinTheBound() throws {
+        let other = try SecondUser.uid()
+        let t = try TestBundle()
+        try shell("chmod", "755", t.directory)
+        try shell("mkdir", "-m", "755", t.state)
+        let lock = t.state + "/lock"
+        try shell("install", "-m", "644", "/dev/null", lock)
+        let holder = try SpawnedProcess("/usr/bin/setpriv", ["--reuid=\(other)", "--regid=\(other)", "--clear-groups",
+                                                             "/usr/bin/flock", lock, "/bin/sleep", "60"],
+                                        environment: ["PATH": "/usr/bin:/bin"], ownProcessGroup: true)
+        defer { kill(-holder.pid, SIGKILL); holder.wait() }
+        var held = false
+        for _ in 0..<200 where !held {
+            held = try runProcess("/usr/bin/flock", ["-n", lock, "true"]).status != 0
+            if !held { usleep(25_000) }
+        }
+        try #require(held, "the second user never took the lock")
+
+        let started = Date()
+        let result = try t.rollbackctl("rollback")
+        let elapsed = Date().timeIntervalSince(started)
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: The lock file \(lock) is still held by another process after 10 seconds; find it with 'fuser -v \(lock)' and stop it (or wait for it to finish), then try again.\n")
+        #expect(elapsed >= 9.5 && elapsed < 25, "waited \(elapsed) s")
+        #expect(!FileManager.default.fileExists(atPath: t.state + "/state"))
+    }
+}
+
+/// A second, unprivileged user for the tests that need files owned by someone else.
+enum SecondUser {
+    static let name = "switchback-other"
+
+    /// Its uid, creating the user (no home, no shell) when it does not exist.
+    static func uid() throws -> uid_t {
+        try created.get()
+    }
+
+    private static let created: Result<uid_t, TestFailure> = {
+        if let entry = getpwnam(name) { return .success(entry.pointee.pw_uid) }
+        let result = (try? runProcess("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name]))
+        if let entry = getpwnam(name) { return .success(entry.pointee.pw_uid) }
+        return .failure(TestFailure("useradd \(name) failed: \(result.map(\.description) ?? "not run")"))
+    }()
+}
+
+/// A shared library whose constructor appends to `marker` as soon as anything maps it, and
+/// which poses as an AppCore build that prints "EVIL RAN".
+func compileAttackerLibrary(at path: String, marker: String) throws {
+    try compileSharedLibrary("""
+        #include <fcntl.h>
+        #include <stdio.h>
+        #include <unistd.h>
+        __attribute__((constructor)) static void attacker(void) {
+            int fd = open("\(marker)", O_WRONLY | O_CREAT | O_APPEND, 0644);
+            if (fd >= 0) { write(fd, "ran\\n", 4); close(fd); }
+        }
+        const char *switchback_abi_stamp(void) { return "evil"; }
+        int switchback_main(int c, char **v, char **e, const void *x) { puts("EVIL RAN"); return 0; }
+        """, to: path)
+}
