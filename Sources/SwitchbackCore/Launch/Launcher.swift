@@ -42,7 +42,8 @@ public enum Launcher {
         // Plan (pure), then act: the state, the verdicts and the manifest decide the slot.
         let health = HealthStore(directory: directory)
         let forced = environmentValue("SWITCHBACK_SLOT")
-        let planned = trusted && earlierFailure == nil && (forced ?? "").isEmpty
+        // An untrusted state file is ignored outright: the current slot runs, as the message says.
+        let planned = trusted && loaded.problem?.code != .insecurePermissions && earlierFailure == nil && (forced ?? "").isEmpty
         var record = HealthRecord()
         if planned {
             let (read, problem) = health.load()

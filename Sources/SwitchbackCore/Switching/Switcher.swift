@@ -50,9 +50,14 @@ public struct Switcher: Sendable {
         let journal = SwitchJournal(rollback: true, source: source, reason: reason, force: force,
                                     startedAt: currentUnixTime(), fromBuild: manifest.current.sha256)
         do {
+            // Under the lock: a writer that cannot take it (another process holds it) stops
+            // here, before any data is converted.
             try directory.prepare()
-            try FileSystem.replace(SwitchJournal.path(in: directory), with: journal.serialized())
+            try FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) in
+                try FileSystem.replace(SwitchJournal.path(in: directory), with: journal.serialized())
+            }
         } catch {
+            if error.code == .lockFailed || error.code == .insecurePermissions { throw error }
             throw SwitchbackError(error.code, "Could not record the switch in \(directory.path) (\(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)); nothing was changed: free space or make the directory writable, then retry.", path: error.path, errno: error.errno)
         }
         return try convertAndCommit(journal, command: command)
