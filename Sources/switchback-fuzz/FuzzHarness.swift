@@ -25,6 +25,21 @@ public func fuzzTestOneInput(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt
     }
     return 0
 }
+
+/// libFuzzer's driver (compiler-rt's FuzzerDriver.cpp): parses libFuzzer's flags and runs.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                     _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt) -> CInt
+
+/// The program's entry: SwiftPM links an executable target's `main` to `<module>_main`, so
+/// the harness provides it and hands over to libFuzzer's driver (rather than libFuzzer's own
+/// `main`, which SwiftPM's link would not reach).
+@_cdecl("switchback_fuzz_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var count = argc
+    var arguments = argv
+    return runFuzzerDriver(&count, &arguments) { data, size in fuzzTestOneInput(data, size) }
+}
 #else
 /// Without libFuzzer: `switchback-fuzz TARGET FILE...` runs each file through a target and
 /// prints the outcome (exit 1 on a broken invariant), to replay a finding in a debugger.
