@@ -100,7 +100,7 @@ struct LedgerFileFormat {
         // Every entry is a line of at least two bytes: a count the body cannot hold is damage
         // (and must not reach reserveCapacity, which traps on a negative or huge count).
         guard expectedCount >= 0, expectedCount <= trailerStart / 2 else {
-            throw corrupt("its end line counts \(expectedCount) entries, more than its \(trailerStart) bytes can hold")
+            throw corrupt("its end line counts \(expectedCount) entries, which its \(trailerStart) bytes cannot hold")
         }
         let body = bytes[..<trailerStart]
         var checksum = LedgerChecksum()
@@ -154,6 +154,19 @@ struct LedgerFileFormat {
     ///   ``AppVersionsError/Code/unsupportedLedgerFormat``.
     public static func parse(_ bytes: [UInt8], path: String = "ledger") throws -> [LedgerEntry] {
         try LedgerFileFormat.parse(bytes, path: path, scope: .app).1
+    }
+
+    /// `bytes` with the checksum in its end line replaced by the right one for its body (the
+    /// count is kept): what someone who edits a ledger by hand could write. Bytes without an
+    /// end line come back unchanged.
+    public static func resealed(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.last == 10 else { return bytes }
+        let trailerStart = bytes[..<(bytes.endIndex - 1)].lastIndex(of: 10).map { $0 + 1 } ?? 0
+        let words = String(decoding: bytes[trailerStart..<(bytes.endIndex - 1)], as: UTF8.self).split(separator: " ")
+        guard words.count == 3, words[0] == "end" else { return bytes }
+        var checksum = LedgerChecksum()
+        checksum.add(bytes[..<trailerStart])
+        return Array(bytes[..<trailerStart]) + Array("end \(words[1]) \(LedgerFileFormat.hex(checksum.value))\n".utf8)
     }
 
     /// The file ``FileLedgerStore`` writes for `entries`.
