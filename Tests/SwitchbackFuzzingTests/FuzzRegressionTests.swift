@@ -42,8 +42,8 @@ struct FuzzRegressionTests {
     }
 
     @Test func timesOutsideTheRangeFormatWithoutTrapping() {
-        // The adversary's find: gmtime's year + 1900 overflowed for times near 6.8e16.
-        for seconds: Int64 in [.min, -1, 68_000_000_000_000_000, 67_767_976_233_316_800, .max, 253_402_300_800] {
+        // The adversary's find: gmtime's year + 1900 overflowed for times near 6.8e16 (year 2^31, seconds 67767976233532800...67768036191676799).
+        for seconds: Int64 in [.min, -1, 68_000_000_000_000_000, 67_768_000_000_000_000, 67_767_976_233_532_800, 67_768_036_191_676_799, .max, 253_402_300_800] {
             #expect(formatUTC(seconds) == "<invalid time \(seconds)>")
         }
         #expect(formatUTC(0) == "1970-01-01 00:00:00 UTC")
