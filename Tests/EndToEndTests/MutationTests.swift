@@ -21,4 +21,17 @@ struct MutationTests {
         #expect(result.status == 0, "scripts/mutate found crashes or hangs (saved in \(findings)):\n\(result.stdout)\n\(result.stderr)")
         #expect(result.stdout.contains("deaths by signal: 0; runs over 5 s: 0; status --json not JSON: 0"), "\(result.stdout)")
     }
+
+    /// A slot dated after 2262 overflowed the fingerprint's nanoseconds (SIGILL in the
+    /// launcher); a marker dated anywhere must not overflow the remote check's age either.
+    @Test func filesDatedPast2262StartNormally() throws {
+        let t = try TestBundle()
+        try shell("touch", "-d", "2300-01-01", t.slotPath(.current))
+        let first = try t.launcher("version")
+        #expect(first.status == 0 && first.stdout == "1.2.0\n", "\(first)")
+        let second = try t.launcher("version")
+        #expect(second.status == 0 && second.stdout == "1.2.0\n", "\(second)")
+        let status = try t.rollbackctl("status", "--json")
+        #expect(status.status == 0, "\(status)")
+    }
 }
