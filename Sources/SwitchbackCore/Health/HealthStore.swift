@@ -32,7 +32,7 @@ public struct HealthStore: Sendable {
         for slot in BuildSlot.allCases {
             guard let health = record[slot] else { continue }
             func invalid(_ key: String, _ value: String) -> SwitchbackError {
-                SwitchbackError(.stateInvalid, "The health file \(path) has an out-of-range \(slot.rawValue).\(key) line (\(value)); every build is on trial again.", path: path)
+                SwitchbackError(.stateInvalid, "The health file \(path) has an out-of-range \(slot.rawValue).\(key) line (\(value)).", path: path)
             }
             if case .trial(let left) = health.verdict, !ValueRange.count.contains(left) { throw invalid("tries_left", String(left)) }
             if !ValueRange.count.contains(health.failedStarts) { throw invalid("failed_starts", String(health.failedStarts)) }
