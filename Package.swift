@@ -16,6 +16,7 @@ let package = Package(
         .executable(name: "rollbackctl", targets: ["rollbackctl"]),
         .executable(name: "rollbackctl-remote", targets: ["rollbackctl-remote"]),
         .executable(name: "appcore-direct", targets: ["appcore-direct"]),
+        .executable(name: "switchback-fuzz", targets: ["switchback-fuzz"]),
         .library(name: "AppVersions", targets: ["AppVersions"]),
     ],
     targets: [
@@ -56,6 +57,12 @@ let package = Package(
         // The same app linked directly into an executable: the benchmark's baseline.
         .executableTarget(name: "appcore-direct", dependencies: ["AppCore"]),
         .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore"]),
+        // Fuzzing (docs/fuzzing.md): one target per parser in a library the tests also run over
+        // the kept regressions, and an executable that is libFuzzer's harness when scripts/fuzz
+        // builds it with -sanitize=fuzzer -DSWITCHBACK_LIBFUZZER, and a replayer otherwise.
+        .target(name: "SwitchbackFuzzing", dependencies: ["SwitchbackCore", "SwitchbackRemote", "SwitchbackCrypto", "AppVersions"]),
+        .executableTarget(name: "switchback-fuzz", dependencies: ["SwitchbackFuzzing"]),
+        .testTarget(name: "SwitchbackFuzzingTests", dependencies: ["SwitchbackFuzzing", "SwitchbackCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore"]),
         .testTarget(name: "SwitchbackCryptoTests", dependencies: ["SwitchbackCrypto"]),
         .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto"],

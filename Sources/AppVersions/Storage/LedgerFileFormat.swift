@@ -97,6 +97,11 @@ struct LedgerFileFormat {
         else {
             throw corrupt("the end line is missing or malformed")
         }
+        // Every entry is a line of at least two bytes: a count the body cannot hold is damage
+        // (and must not reach reserveCapacity, which traps on a negative or huge count).
+        guard expectedCount >= 0, expectedCount <= trailerStart / 2 else {
+            throw corrupt("its end line counts \(expectedCount) entries, which its \(trailerStart) bytes cannot hold")
+        }
         let body = bytes[..<trailerStart]
         var checksum = LedgerChecksum()
         checksum.add(body)
@@ -137,5 +142,48 @@ struct LedgerFileFormat {
     static func hex(_ value: UInt64) -> String {
         let digits = String(value, radix: 16)
         return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+}
+
+/// The ledger file format for the fuzz targets (Sources/SwitchbackFuzzing): not part of the
+/// SDK's surface, reached with `@_spi(Fuzzing) import AppVersions`.
+@_spi(Fuzzing) public enum LedgerFileParsing {
+    /// Parses and verifies a ledger file's bytes as ``FileLedgerStore`` does.
+    ///
+    /// - Throws: ``AppVersionsError`` with ``AppVersionsError/Code/corruptLedger`` or
+    ///   ``AppVersionsError/Code/unsupportedLedgerFormat``.
+    public static func parse(_ bytes: [UInt8], path: String = "ledger") throws -> [LedgerEntry] {
+        try LedgerFileFormat.parse(bytes, path: path, scope: .app).1
+    }
+
+    /// `bytes` with the checksum in its end line replaced by the right one for its body (the
+    /// count is kept): what someone who edits a ledger by hand could write. Bytes without an
+    /// end line come back unchanged.
+    public static func resealed(_ bytes: [UInt8]) -> [UInt8] {
+        guard bytes.last == 10 else { return bytes }
+        let trailerStart = bytes[..<(bytes.endIndex - 1)].lastIndex(of: 10).map { $0 + 1 } ?? 0
+        let words = String(decoding: bytes[trailerStart..<(bytes.endIndex - 1)], as: UTF8.self).split(separator: " ")
+        guard words.count == 3, words[0] == "end" else { return bytes }
+        var checksum = LedgerChecksum()
+        checksum.add(bytes[..<trailerStart])
+        return Array(bytes[..<trailerStart]) + Array("end \(words[1]) \(LedgerFileFormat.hex(checksum.value))\n".utf8)
+    }
+
+    /// The file ``FileLedgerStore`` writes for `entries`.
+    public static func file(of entries: [LedgerEntry]) -> [UInt8] {
+        var file = LedgerFileFormat()
+        file.append(entries)
+        return file.bytes
+    }
+
+    /// Folds `entries` into a scope's state as the migrator and the tracker do, and returns
+    /// a one-line summary of it (so every folded value is read).
+    public static func fold(_ entries: [LedgerEntry]) -> String {
+        let ledger = Ledger(entries)
+        let history = Ledger(entries, historyOnly: true)
+        let lastDate = ledger.events.last.map { "\($0.date.timeIntervalSince1970)" } ?? "-"
+        return "\(history.events.count) events (last \(lastDate)), \(ledger.systemEvents.count) system, floor \(ledger.floor.map { "\($0)" } ?? "-"), "
+            + "migrated \(ledger.lastMigrated.map { "\($0.version)" } ?? "-"), \(ledger.finished.count) finished, "
+            + "\(ledger.open.count) open, \(ledger.failures.count) failed, \(ledger.undone.count) undone, \(ledger.openUndos.count) open undos"
     }
 }

@@ -229,6 +229,9 @@ enum LedgerLineCodec {
             guard let seconds = LedgerLineCodec.parseDouble(field) else {
                 throw Problem(message: "the date \"\(String(decoding: field, as: UTF8.self))\" is not a number")
             }
+            guard LedgerLineCodec.dateRange.contains(seconds) else {
+                throw Problem(message: "the date \(seconds) is outside years 0001...9999")
+            }
             return Date(timeIntervalSinceReferenceDate: seconds)
         }
 
@@ -286,6 +289,10 @@ enum LedgerLineCodec {
             return value
         }
     }
+
+    /// Dates in seconds since 2001-01-01: years 0001 (`Date.distantPast`) through 9999, so a
+    /// date converted to whole seconds or milliseconds never overflows.
+    static let dateRange: ClosedRange<Double> = -63_114_076_800...253_402_300_799 - 978_307_200
 
     static let powersOfTen: [Double] = (0...22).map { exponent in
         var value = 1.0

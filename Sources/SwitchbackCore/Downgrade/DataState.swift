@@ -44,15 +44,38 @@ public struct DataState: Sendable, Equatable {
     /// counts as none: the launcher then treats the data as readable, as before the app
     /// published anything).
     public static func load(in directory: StateDirectory) -> DataState? {
-        guard let bytes = try? FileSystem.read(path(in: directory), limit: 64 << 10),
-              let text = try? KeyValueText.parse(bytes, describing: "data-state"),
-              text["end"] == "ok",
-              let publishedBy = text["published_by"], let rollbackTo = text["rollback_to"],
-              let plan = text["rollback"].flatMap(Plan.init(rawValue:)) else { return nil }
+        guard let bytes = try? FileSystem.read(path(in: directory), limit: 64 << 10) else { return nil }
+        return try? parse(bytes, path: path(in: directory))
+    }
+
+    /// Parses the file. Throws `.stateInvalid` for a truncated or garbage file, an unknown
+    /// plan, or a `published_at` outside `ValueRange.unixTime`.
+    public static func parse(_ bytes: [UInt8], path: String) throws(SwitchbackError) -> DataState {
+        func invalid(_ what: String) -> SwitchbackError {
+            SwitchbackError(.stateInvalid, "The data state \(path) \(what); the app publishes a new one at its next start.", path: path)
+        }
+        let text = try KeyValueText.parse(bytes, describing: "The data state \(path)")
+        guard text["end"] == "ok", let publishedBy = text["published_by"], let rollbackTo = text["rollback_to"],
+              let plan = text["rollback"].flatMap(Plan.init(rawValue:)) else {
+            throw invalid("is truncated or not a Switchback file")
+        }
         let floor = text["reader_floor"] ?? ""
-        return DataState(publishedBy: publishedBy, publishedAt: text["published_at"].flatMap { Int64($0) },
+        return DataState(publishedBy: publishedBy, publishedAt: try text.integer("published_at", in: ValueRange.unixTime, invalid: invalid),
                          readerFloor: floor.isEmpty ? nil : floor, rollbackTo: rollbackTo, plan: plan,
                          detail: text["detail"])
+    }
+
+    /// The file's text, as the app writes it (see `DataStatePublisher` in the sample app).
+    public func serialized() -> [UInt8] {
+        var text = KeyValueText()
+        text.append("published_by", publishedBy)
+        if let publishedAt { text.append("published_at", String(publishedAt)) }
+        text.append("reader_floor", readerFloor ?? "")
+        text.append("rollback_to", rollbackTo)
+        text.append("rollback", plan.rawValue)
+        if let detail { text.append("detail", detail) }
+        text.append("end", "ok")
+        return text.serialized()
     }
 
     /// Whether `version` can read the data as published: its reader floor is at or below it.
@@ -84,7 +107,12 @@ public enum DottedVersion {
     static func split(_ text: String) -> ([Int], String?) {
         let withoutBuild = text.split(separator: "+", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
         let parts = withoutBuild.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
-        let core = (parts.first ?? "").split(separator: ".").map { Int($0) ?? 0 }
+        // A component too large for Int counts as the largest: "1.99999999999999999999" is
+        // still above "1.2", and nothing traps.
+        let core = (parts.first ?? "").split(separator: ".").map { part -> Int in
+            if let value = Int(part) { return value }
+            return !part.isEmpty && part.utf8.allSatisfy({ (0x30...0x39).contains($0) }) ? Int.max : 0
+        }
         return (core, parts.count > 1 ? String(parts[1]) : nil)
     }
 }

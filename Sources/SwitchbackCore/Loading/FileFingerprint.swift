@@ -20,11 +20,16 @@ public struct FileFingerprint: Sendable, Equatable {
         self.changed = changed
     }
 
-    /// The fingerprint of a `stat(2)` result (times in nanoseconds).
+    /// The fingerprint of a `stat(2)` result (times in nanoseconds). The arithmetic wraps: a
+    /// file dated after 2262 (`touch -d 2300-01-01`, which ext4 stores) would overflow Int64
+    /// nanoseconds and trap the launcher; a fingerprint only needs to change when the file does.
     public init(_ info: stat) {
         self.init(device: UInt64(info.st_dev), inode: UInt64(info.st_ino), size: Int64(info.st_size),
-                  modified: Int64(info.st_mtim.tv_sec) * 1_000_000_000 + Int64(info.st_mtim.tv_nsec),
-                  changed: Int64(info.st_ctim.tv_sec) * 1_000_000_000 + Int64(info.st_ctim.tv_nsec))
+                  modified: Self.nanoseconds(info.st_mtim), changed: Self.nanoseconds(info.st_ctim))
+    }
+
+    static func nanoseconds(_ time: timespec) -> Int64 {
+        Int64(time.tv_sec) &* 1_000_000_000 &+ Int64(time.tv_nsec)
     }
 
     var fields: [String] { [String(device), String(inode), String(size), String(modified), String(changed)] }

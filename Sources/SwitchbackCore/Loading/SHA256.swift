@@ -73,4 +73,9 @@ public enum SHA256 {
         }
         return String(decoding: out, as: UTF8.self)
     }
+
+    /// Whether `text` is a SHA-256 as written here: 64 lowercase hex digits.
+    public static func isHexDigest(_ text: String) -> Bool {
+        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
 }

@@ -7,12 +7,20 @@ public struct VerifiedCache: Sendable {
 
     public init(path: String) { self.path = path }
 
-    struct Entry: Equatable {
-        var file: String
-        var fingerprint: FileFingerprint
-        var sha256: String
+    /// One remembered file.
+    public struct Entry: Equatable, Sendable {
+        public var file: String
+        public var fingerprint: FileFingerprint
+        public var sha256: String
         /// `LibraryStamp` of the dependencies the file bound against with RTLD_NOW, if it did.
-        var bound: String?
+        public var bound: String?
+
+        public init(file: String, fingerprint: FileFingerprint, sha256: String, bound: String?) {
+            self.file = file
+            self.fingerprint = fingerprint
+            self.sha256 = sha256
+            self.bound = bound
+        }
     }
 
     /// The SHA-256 recorded for `file` with exactly this fingerprint, and the stamp of the
@@ -26,17 +34,30 @@ public struct VerifiedCache: Sendable {
     public func record(file: String, fingerprint: FileFingerprint, sha256: String, bound: String? = nil) {
         var kept = entries().filter { $0.file != file }
         kept.append(Entry(file: file, fingerprint: fingerprint, sha256: sha256, bound: bound))
-        let text = kept.suffix(8).map { ([$0.file] + $0.fingerprint.fields + [$0.sha256, $0.bound ?? "-"]).joined(separator: "\t") + "\n" }.joined()
         try? FileSystem.createDirectory(FileSystem.parentDirectory(of: path))
-        try? FileSystem.replace(path, with: Array(text.utf8), durable: false)
+        try? FileSystem.replace(path, with: Self.serialize(Array(kept.suffix(8))), durable: false)
     }
 
     func entries() -> [Entry] {
         guard let bytes = try? FileSystem.read(path, limit: 64 << 10) else { return [] }
-        return bytes.split(separator: 0x0A).compactMap { line in
+        return Self.parse(bytes)
+    }
+
+    /// The file's text: one tab-separated line per entry.
+    public static func serialize(_ entries: [Entry]) -> [UInt8] {
+        Array(entries.map { ([$0.file] + $0.fingerprint.fields + [$0.sha256, $0.bound ?? "-"]).joined(separator: "\t") + "\n" }.joined().utf8)
+    }
+
+    /// Parses the file. A line that does not read — wrong field count, a number that does not
+    /// parse, a size outside `ValueRange.fileSize`, a SHA-256 that is not 64 lowercase hex
+    /// digits, or an empty file or stamp — is dropped: it only costs one hash.
+    public static func parse(_ bytes: [UInt8]) -> [Entry] {
+        bytes.split(separator: 0x0A).compactMap { line in
             let f = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
-            guard f.count == 8, let device = UInt64(f[1]), let inode = UInt64(f[2]), let size = Int64(f[3]),
-                  let modified = Int64(f[4]), let changed = Int64(f[5]) else { return nil }
+            guard f.count == 8, !f[0].isEmpty, let device = UInt64(f[1]), let inode = UInt64(f[2]),
+                  let size = Int64(f[3]), ValueRange.fileSize.contains(size),
+                  let modified = Int64(f[4]), let changed = Int64(f[5]),
+                  SHA256.isHexDigest(f[6]), !f[7].isEmpty else { return nil }
             return Entry(file: f[0],
                          fingerprint: FileFingerprint(device: device, inode: inode, size: size, modified: modified, changed: changed),
                          sha256: f[6], bound: f[7] == "-" ? nil : f[7])

@@ -76,16 +76,39 @@ public struct Manifest: Sendable, Equatable {
         func slot(_ name: String) throws(SwitchbackError) -> SlotRecord {
             guard let version = text[name + ".version"], let abi = text[name + ".abi"],
                   let size = text[name + ".size"].flatMap({ Int64($0) }),
-                  let sha = text[name + ".sha256"], sha.utf8.count == 64,
-                  sha.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }) else {
+                  let sha = text[name + ".sha256"], SHA256.isHexDigest(sha) else {
                 throw invalid("has no complete record of the \(name) slot")
+            }
+            guard ValueRange.fileSize.contains(size) else {
+                throw invalid("has an invalid \(name).size line: \(ValueRange.describe(String(size), ValueRange.fileSize))")
             }
             let needed = (text[name + ".needed"] ?? "").utf8.split(separator: 0x2C).map { String(Substring($0)) }
             return SlotRecord(version: version, build: text[name + ".build"] ?? "", abiStamp: abi, size: size,
                               sha256: sha, needed: needed)
         }
-        return Manifest(appID: appID, current: try slot("current"), previous: try slot("previous"), settings: text)
+        let manifest = Manifest(appID: appID, current: try slot("current"), previous: try slot("previous"), settings: text)
+        // Numeric settings: a value that does not read, or is out of range, is damage.
+        for (key, range) in numericSettings {
+            _ = try text.integer(key, in: range) { invalid($0) }
+        }
+        return manifest
     }
+
+    /// The numeric settings and their ranges (docs/fuzzing.md): durations up to 2^31 - 1
+    /// (milliseconds, or seconds for `remote.interval_s`), counts up to a million.
+    static let numericSettings: [(key: String, range: ClosedRange<Int>)] = [
+        ("trial.tries", ValueRange.count),
+        ("remote.interval_s", ValueRange.duration),
+        ("remote.deadline_ms", ValueRange.duration),
+        ("remote.before_start_deadline_ms", ValueRange.duration),
+        ("supervise.grace_ms", ValueRange.duration),
+        ("supervise.backoff_initial_ms", ValueRange.duration),
+        ("supervise.backoff_max_ms", ValueRange.duration),
+        ("supervise.backoff_reset_after_ms", ValueRange.duration),
+        ("supervise.crash_limit", ValueRange.count),
+        ("supervise.crash_window_ms", ValueRange.duration),
+        ("supervise.poll_ms", ValueRange.duration),
+    ]
 }
 
 extension Manifest {
@@ -98,7 +121,7 @@ extension Manifest {
 extension Manifest {
     /// How many starts a new build gets to be marked good (`trial.tries`, default 3).
     public var trialTries: Int {
-        settings["trial.tries"].flatMap { Int($0) }.map { max(1, $0) } ?? 3
+        settings["trial.tries"].flatMap { Int($0) }.map { min(max(1, $0), ValueRange.count.upperBound) } ?? 3
     }
 
     /// Whether an exit code 0 marks a start good (`trial.good_on_exit_zero`, default true).
@@ -108,9 +131,10 @@ extension Manifest {
 }
 
 extension Manifest {
-    /// A millisecond setting, or `fallback`.
+    /// A millisecond setting, or `fallback`; clamped to `ValueRange.duration` (`parse`
+    /// rejects values outside it; this keeps a manifest made in code just as safe).
     func milliseconds(_ key: String, default fallback: Int) -> Int {
-        settings[key].flatMap { Int($0) }.map { max(0, $0) } ?? fallback
+        settings[key].flatMap { Int($0) }.map { min(max(0, $0), ValueRange.duration.upperBound) } ?? fallback
     }
 
     /// Whether the launcher supervises the app in a child process (`supervise`, default

@@ -38,8 +38,9 @@ public struct RemoteCheckTrigger: Sendable {
     public func isDue(now: Int64 = currentUnixTime()) -> Bool {
         var info = stat()
         guard stat(markerPath, &info) == 0 else { return true }
-        let age = now - Int64(info.st_mtim.tv_sec)
-        return age >= settings.intervalSeconds || age < -settings.intervalSeconds
+        // A marker dated anywhere (touch -d) must not overflow the subtraction: that is due too.
+        let (age, overflow) = now.subtractingReportingOverflow(Int64(info.st_mtim.tv_sec))
+        return overflow || age >= settings.intervalSeconds || age < -settings.intervalSeconds
     }
 
     /// Sets the marker's mtime to now (creating it), so no other start triggers a sync

@@ -59,7 +59,8 @@ public struct RemoteRecord: Sendable, Equatable {
         return text.serialized()
     }
 
-    /// Parses the file. Throws `.stateInvalid` for a truncated or garbage file.
+    /// Parses the file. Throws `.stateInvalid` for a truncated or garbage file, or a time
+    /// outside `ValueRange.unixTime` or a serial that is not a whole number.
     public static func parse(_ bytes: [UInt8], path: String) throws(SwitchbackError) -> RemoteRecord {
         let text = try KeyValueText.parse(bytes, describing: "The remote check record \(path)")
         guard text["format"] != nil, text["end"] == "ok" else {
@@ -67,12 +68,15 @@ public struct RemoteRecord: Sendable, Equatable {
         }
         var record = RemoteRecord()
         record.url = text["url"]
-        record.lastAttemptAt = text["last_attempt_at"].flatMap { Int64($0) }
-        record.lastSuccessAt = text["last_success_at"].flatMap { Int64($0) }
+        func invalid(_ what: String) -> SwitchbackError {
+            SwitchbackError(.stateInvalid, "The remote check record \(path) \(what); the next sync writes a new one.", path: path)
+        }
+        record.lastAttemptAt = try text.integer("last_attempt_at", in: ValueRange.unixTime, invalid: invalid)
+        record.lastSuccessAt = try text.integer("last_success_at", in: ValueRange.unixTime, invalid: invalid)
         record.outcome = text["outcome"]
         record.code = text["code"]
         record.reason = text["reason"]
-        record.acceptedSerial = text["accepted_serial"].flatMap { UInt64($0) }
+        record.acceptedSerial = try text.integer("accepted_serial", in: UInt64.min...UInt64.max, invalid: invalid)
         record.etag = text["etag"]
         record.lastModified = text["last_modified"]
         record.validatorsURL = text["validators_url"]

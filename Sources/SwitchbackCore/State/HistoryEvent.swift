@@ -44,11 +44,12 @@ public struct HistoryEvent: Sendable, Equatable {
          KeyValueText.escape(Limits.truncated(reason ?? ""))].joined(separator: "\t") + "\n"
     }
 
-    /// Parses one line; nil for a torn or foreign line.
+    /// Parses one line; nil for a torn or foreign line, or one whose time is outside
+    /// `ValueRange.unixTime` (the line is then counted as unreadable, like any damage).
     public init?<S: StringProtocol>(line: S) {
         let fields = line.split(separator: "\t", omittingEmptySubsequences: false)
         guard fields.count == 7, fields[0] == "v1",
-              let time = Int64(fields[1]),
+              let time = Int64(fields[1]), ValueRange.unixTime.contains(time),
               let kind = Kind(rawValue: String(fields[2])),
               let from = BuildSlot(rawValue: String(fields[3])),
               let to = BuildSlot(rawValue: String(fields[4])),

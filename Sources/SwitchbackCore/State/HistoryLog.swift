@@ -24,6 +24,12 @@ public struct HistoryLog: Sendable {
     /// Reads every event, oldest first, and how many lines could not be read.
     public func read() throws(SwitchbackError) -> (events: [HistoryEvent], unreadableLines: Int) {
         guard let bytes = try readTail(Self.byteLimit) else { return ([], 0) }
+        return Self.parse(bytes)
+    }
+
+    /// Parses the log's bytes: every event, oldest first, and how many lines could not be
+    /// read (torn, foreign, or with a time outside `ValueRange.unixTime`).
+    public static func parse(_ bytes: [UInt8]) -> (events: [HistoryEvent], unreadableLines: Int) {
         var events: [HistoryEvent] = []
         var unreadable = 0
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {

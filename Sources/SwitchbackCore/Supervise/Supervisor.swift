@@ -200,7 +200,7 @@ public final class Supervisor {
         }
         if cleanExit { finish(0) }
 
-        restarts += 1
+        restarts = min(restarts &+ 1, ValueRange.count.upperBound)
         let how = switchback_exited(status) != 0 ? "exited with code \(lastStatus)" : "was killed by signal \(switchback_term_signal(status))"
         let slot = childSlot.map { "\($0.rawValue) slot" } ?? "app"
         if monotonicNow() - childStarted >= Double(settings.backoffResetAfterMilliseconds) / 1000 {
@@ -214,7 +214,10 @@ public final class Supervisor {
 
     private func scheduleRestart() {
         restartAt = monotonicNow() + Double(backoff) / 1000
-        backoff = min(backoff * 2, settings.backoffMaxMilliseconds)
+        // Settings are at most 2^31 - 1 ms (ValueRange.duration), but double without trapping
+        // whatever a manifest made in code holds.
+        let doubled = backoff.multipliedReportingOverflow(by: 2)
+        backoff = doubled.overflow ? settings.backoffMaxMilliseconds : min(doubled.partialValue, settings.backoffMaxMilliseconds)
     }
 
     /// Crashes before the good mark use up tries in the child's own start-up; crashes of a

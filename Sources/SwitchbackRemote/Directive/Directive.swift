@@ -28,6 +28,9 @@ public struct Directive: Sendable, Equatable, Hashable {
     public static let maxReasonLength = 1000
     /// The most `appliesTo` entries accepted.
     public static let maxAppliesToCount = 64
+    /// The times accepted, in seconds since 1970: years 1970 through 9999, the range of every
+    /// time Switchback reads (so a time converted to whole seconds never overflows).
+    public static let timeRange: ClosedRange<TimeInterval> = 0...253_402_300_799
 
     /// Creates a directive. Fractions of seconds in the dates are dropped.
     ///
@@ -53,7 +56,7 @@ public struct Directive: Sendable, Equatable, Hashable {
     }
 
     /// Checks the rules of the format: a non-empty app id, a serial of at least 1,
-    /// `expires_at` after `issued_at`, one to 64 non-empty `applies_to` versions,
+    /// times within years 1970...9999, `expires_at` after `issued_at`, one to 64 non-empty `applies_to` versions,
     /// `rollout_percent` within 0...100, a non-empty one-line reason of at most 1000 characters,
     /// and no control characters in any text (reasons are shown verbatim by `rollbackctl status`).
     ///
@@ -62,6 +65,8 @@ public struct Directive: Sendable, Equatable, Hashable {
         func fail(_ rule: String) -> RemoteError { RemoteError(.invalidDirective, detail: rule) }
         if appID.trimmingCharacters(in: .whitespaces).isEmpty { throw fail("app_id is empty") }
         if serial == 0 { throw fail("serial must be at least 1") }
+        if !Self.timeRange.contains(issuedAt.timeIntervalSince1970) { throw fail("issued_at is outside years 1970...9999") }
+        if !Self.timeRange.contains(expiresAt.timeIntervalSince1970) { throw fail("expires_at is outside years 1970...9999") }
         if expiresAt <= issuedAt { throw fail("expires_at must be later than issued_at") }
         if appliesTo.isEmpty { throw fail("applies_to must name at least one current-slot version") }
         if appliesTo.count > Self.maxAppliesToCount { throw fail("applies_to has more than \(Self.maxAppliesToCount) versions") }
