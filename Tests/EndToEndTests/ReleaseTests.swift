@@ -22,14 +22,14 @@ import Testing
         #expect(try t.manifestValue("previous.sha256") == rejected)
         let status = try t.status()
         #expect(status["active_slot"] as? String == "current")
-        #expect((status["explanation"] as? String)?.contains("because release 1.3.0 (build ") == true)
+        #expect((status["explanation"] as? String)?.contains("because release 1.3.0 (SHA-256 ") == true)
         #expect((status["explanation"] as? String)?.contains("superseded an operator's rollback of ") == true)
 
         let first = try t.launcher()
         #expect(first.status == 0)
         #expect(first.stdout.hasPrefix("Hello from the Switchback sample app, version 1.3.0 (current slot)"))
-        #expect(first.stderr.hasPrefix("launcher: Release 1.3.0 (build "))
-        #expect(first.stderr.contains("from 1.2.0 (build \(rejected.prefix(12)))"))
+        #expect(first.stderr.hasPrefix("launcher: Release 1.3.0 (SHA-256 "))
+        #expect(first.stderr.contains("from 1.2.0 (SHA-256 \(rejected.prefix(12)))"))
         #expect(first.stderr.hasSuffix("; running it on trial.\n"))
 
         let after = try t.status()
@@ -41,7 +41,7 @@ import Testing
         #expect(previous["marked_by"] as? String == "cli")
         #expect((previous["note"] as? String) == "an operator rolled back from it: 1.2.0 corrupts exports")
         let release = try #require(try t.history().last { $0["kind"] as? String == "release" })
-        #expect((release["reason"] as? String)?.hasPrefix("release 1.3.0 (build ") == true)
+        #expect((release["reason"] as? String)?.hasPrefix("release 1.3.0 (SHA-256 ") == true)
         #expect(release["source"] as? String == "default")
         // Recorded once: the next start says nothing.
         #expect(try t.launcher().stderr == "")

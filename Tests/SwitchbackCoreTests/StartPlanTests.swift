@@ -30,8 +30,8 @@ import Testing
                                       manifest: manifest, forcedSlot: nil)
         #expect(plan.decision.slot == .current)
         #expect(plan.superseded != nil)
-        #expect(plan.decision.explanation.hasPrefix("release 1.3.0 (build eeeeeeeeeeee) superseded an operator's rollback of "))
-        #expect(plan.decision.explanation.hasSuffix(" from 1.2.0 (build cccccccccccc)"))
+        #expect(plan.decision.explanation.hasPrefix("release 1.3.0 (SHA-256 eeeeeeeeeeee) superseded an operator's rollback of "))
+        #expect(plan.decision.explanation.hasSuffix(" from 1.2.0 (SHA-256 cccccccccccc)"))
     }
 
     @Test func aForcedSlotIsNeverSuperseded() throws {

@@ -17,8 +17,9 @@ public struct BuildIdentity: Sendable, Equatable {
         self.init(sha256: manifest[slot].sha256, version: manifest[slot].version)
     }
 
-    /// "1.2.0 (build 3f2a9c01d4e5)": the version and the first 12 digits of the hash.
-    public var description: String { "\(version) (build \(sha256.prefix(12)))" }
+    /// "1.2.0 (SHA-256 3f2a9c01d4e5)": the version and the first 12 digits of the hash (not
+    /// the manifest's `build`, which is the commit it was built from).
+    public var description: String { "\(version) (SHA-256 \(sha256.prefix(12)))" }
 
     /// True for 64 lowercase hex digits.
     static func isSHA256(_ text: String) -> Bool {
