@@ -55,6 +55,8 @@ public struct HistoryEvent: Sendable, Equatable {
               let to = BuildSlot(rawValue: String(fields[4])),
               let source = ChoiceSource(rawValue: String(fields[5])) else { return nil }
         let reason = KeyValueText.unescape(fields[6])
+        // Writers cut reasons at `Limits.storedReasonBytes`: a longer one is not a line we wrote.
+        guard reason.utf8.count <= Limits.storedReasonBytes else { return nil }
         self.init(time: time, kind: kind, from: from, to: to, source: source, reason: reason.isEmpty ? nil : reason)
     }
 }
