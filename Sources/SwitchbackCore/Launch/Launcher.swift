@@ -105,7 +105,7 @@ public enum Launcher {
         // A file opened once with every symbol bound, against libraries that have not changed
         // since, is opened lazily: binding every symbol again is most of dlopen's cost.
         let slotRecord = manifest[decision.slot]
-        let libraries = LibraryStamp.of(slotRecord.needed)
+        let libraries = verified.libraryStamp
         let bindLazily = libraries != nil && verified.boundLibraries == libraries
         let slot: LoadedSlot
         do {

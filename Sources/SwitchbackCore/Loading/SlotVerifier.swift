@@ -39,6 +39,8 @@ public struct SlotVerifier: Sendable {
         /// The libraries of the manifest's `needed` list that exist and passed the strict
         /// check; `LoadedSlot` preloads only these.
         public var libraries: [String]
+        /// `LibraryStamp.of` the manifest's libraries now (nil when one is missing).
+        public var libraryStamp: String?
     }
 
     /// Checks `slot`; throws a `slot...` error (or `.insecurePermissions`) whose message
@@ -63,17 +65,28 @@ public struct SlotVerifier: Sendable {
         if size != record.size {
             throw failure(.slotSizeMismatch, "has \(size) bytes where the manifest records \(record.size); rebuild the bundle with scripts/bundle")
         }
-        let libraries = try SlotFile.checkLibraries(record.needed, neededBy: "\(slot.rawValue) slot")
         let fingerprint = FileFingerprint(info)
-        if let cached = cache?.lookup(path, fingerprint: fingerprint), cached.sha256 == record.sha256 {
+        let cached = cache?.lookup(path, fingerprint: fingerprint)
+        // The libraries this file bound against once, unchanged since (same inode, size, mtime
+        // and ctime, so no chmod, chown or replacement either), were strict-checked when that
+        // stamp was recorded: checked once, remembered by fingerprint, like the hash.
+        let stamp = LibraryStamp.of(record.needed)
+        let libraries: [String]
+        if let cached, cached.sha256 == record.sha256, let bound = cached.bound, bound == stamp {
+            libraries = record.needed
+        } else {
+            libraries = try SlotFile.checkLibraries(record.needed, neededBy: "\(slot.rawValue) slot")
+        }
+        if let cached, cached.sha256 == record.sha256 {
             return Verified(path: path, wasHashed: false, fingerprint: fingerprint, boundLibraries: cached.bound,
-                            file: file, libraries: libraries)
+                            file: file, libraries: libraries, libraryStamp: stamp)
         }
         let digest = try SHA256.hexDigest(ofDescriptor: file.descriptor, path: path)
         guard digest == record.sha256 else {
             throw failure(.slotHashMismatch, "does not match the manifest's SHA-256 (it was modified after bundling); rebuild the bundle with scripts/bundle")
         }
         cache?.record(file: path, fingerprint: fingerprint, sha256: digest)
-        return Verified(path: path, wasHashed: true, fingerprint: fingerprint, boundLibraries: nil, file: file, libraries: libraries)
+        return Verified(path: path, wasHashed: true, fingerprint: fingerprint, boundLibraries: nil, file: file, libraries: libraries,
+                        libraryStamp: stamp)
     }
 }
