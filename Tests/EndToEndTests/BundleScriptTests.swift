@@ -17,6 +17,27 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
     }
 
+    /// The launcher links only what it uses: each runtime library it loads costs every start.
+    @Test func theLauncherLinksNeitherConcurrencyNorStringProcessing() throws {
+        let ldd = try shell("ldd", TestBundle.source + "/bin/launcher")
+        #expect(ldd.status == 0)
+        #expect(ldd.stdout.contains("libswiftCore.so"))
+        #expect(!ldd.stdout.contains("libswift_Concurrency"), "\(ldd.stdout)")
+        #expect(!ldd.stdout.contains("libswift_StringProcessing"), "\(ldd.stdout)")
+        #expect(!ldd.stdout.contains("libFoundation"), "\(ldd.stdout)")
+    }
+
+    /// Shipped slots are stripped and reproducible: the debug files stay beside them.
+    @Test func shippedSlotsCarryNoDebugInformation() throws {
+        for slot in ["current", "previous"] {
+            let sections = try shell("readelf", "-S", "-W", TestBundle.source + "/slots/\(slot)/libAppCore.so")
+            #expect(sections.status == 0)
+            #expect(!sections.stdout.contains(".debug_info"), "\(slot)")
+            #expect(!sections.stdout.contains(".swift_modhash"), "\(slot)")
+            #expect(FileManager.default.fileExists(atPath: TestBundle.source + "/debug/\(slot)/libAppCore.so.debug"))
+        }
+    }
+
     @Test func unknownArgumentsAreUsageErrors() throws {
         let result = try runProcess(Self.repository + "/scripts/bundle", ["--outt", "x"])
         #expect(result.status == 64)

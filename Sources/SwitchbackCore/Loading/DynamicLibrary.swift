@@ -20,6 +20,25 @@ public struct DynamicLibrary: @unchecked Sendable {
         return DynamicLibrary(handle: handle, path: path)
     }
 
+    /// `text` with every `target` replaced, on bytes: the launcher imports no
+    /// StringProcessing (it costs every start a library in each symbol lookup).
+    static func replacing(_ target: String, with replacement: String, in text: String) -> String {
+        let needle = Array(target.utf8), bytes = Array(text.utf8)
+        guard !needle.isEmpty else { return text }
+        var out: [UInt8] = []
+        var index = 0
+        while index < bytes.count {
+            if index + needle.count <= bytes.count, bytes[index..<index + needle.count].elementsEqual(needle) {
+                out.append(contentsOf: replacement.utf8)
+                index += needle.count
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Wraps `dlopen(3)` of `/proc/self/fd/N`, N a duplicate of `descriptor`, with the flags
     /// of `open(at:)`: maps the very file that descriptor refers to, whatever is at `path`
     /// now. The duplicate (close-on-exec) stays open for the life of the process, so the name
@@ -31,7 +50,7 @@ public struct DynamicLibrary: @unchecked Sendable {
         guard let handle = dlopen(procPath, flags(global: global, lazily: lazily)) else {
             let detail = dlerror().map { String(cString: $0) } ?? "unknown error"
             close(duplicate)
-            throw SwitchbackError(.slotLoadFailed, "dlopen failed: \(detail.replacing(procPath, with: path)).", path: path)
+            throw SwitchbackError(.slotLoadFailed, "dlopen failed: \(Self.replacing(procPath, with: path, in: detail)).", path: path)
         }
         return DynamicLibrary(handle: handle, path: path)
     }
