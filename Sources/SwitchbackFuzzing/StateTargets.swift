@@ -37,7 +37,6 @@ enum StateTargets {
         let record: HealthRecord
         do {
             record = try HealthRecord.parse(bytes, path: path)
-            try HealthStore.checkRanges(record, path: path)
         } catch {
             return try rejected(error.message)
         }
@@ -49,7 +48,7 @@ enum StateTargets {
             // A start of a build on trial uses a try (StartSession.begin).
             if case .trial(let left) = health.verdict {
                 health.verdict = .trial(triesLeft: max(0, left - 1))
-                health.failedStarts = min(health.failedStarts, Limits.count - 1) + 1
+                health.failedStarts = min(health.failedStarts, ValueRange.count.upperBound - 1) + 1
                 lines.append(health.summary)
             }
         }

@@ -118,6 +118,53 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: t.state + "/switch.pending"))
     }
 
+    @Test func aJournalFromAnotherBundleIsDroppedAndSaysSo() throws {
+        let t = try TestBundle()
+        #expect(try t.launcher().status == 0)
+        let other = String(repeating: "e", count: 64)
+        let journal = "format=1\nrollback=true\nsource=remote\nforce=false\nstarted_at=1795000000\nfrom.sha256=\(other)\nend=ok\n"
+        try journal.write(toFile: t.state + "/switch.pending", atomically: true, encoding: .utf8)
+        let start = try t.launcher()
+        #expect(start.stdout.hasPrefix(t.greeting(.current)))
+        #expect(start.stderr == "launcher: Dropped the interrupted switch to the previous slot (remote): another bundle is installed since.\n")
+        #expect(try t.history().last?["kind"] as? String == "recovery")
+        #expect(try t.status()["rollback"] as? Bool == false)
+    }
+
+    /// The previous slot is checked before any data is converted for a switch to it.
+    @Test func aRollbackToABrokenPreviousSlotConvertsNothing() throws {
+        let t = try TestBundle()
+        #expect(try t.launcher("note", "add", "kept").status == 0)
+        try shell("truncate", "-s", "4096", t.slotPath(.previous))
+        let rollback = try t.rollbackctl("rollback")
+        #expect(rollback.status == 1)
+        #expect(rollback.stderr.hasPrefix("Error: The previous slot at \(t.slotPath(.previous)) is truncated: 4096 of "))
+        #expect(rollback.stderr.hasSuffix("Nothing was converted and the flag is unchanged: a rollback needs a previous build that can run.\n"))
+        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.history().allSatisfy { $0["kind"] as? String != "revert" })
+        #expect(try t.launcher("note", "list").stdout == "kept\n")
+    }
+
+    /// Rolled back, then the previous slot breaks: the start falls back to the current build
+    /// without converting or archiving the data for a build that will not run.
+    @Test func aBrokenPreviousSlotFallsBackWithoutTouchingTheData() throws {
+        let t = try TestBundle()
+        #expect(try t.launcher("note", "add", "one").status == 0)
+        #expect(try t.rollbackctl("rollback").status == 0)
+        // The current build runs once by hand and migrates the data forward again.
+        #expect(try t.launcher("note", "add", "two", environment: ["SWITCHBACK_SLOT": "current"]).status == 0)
+        let events = try t.history().count
+        try shell("truncate", "-s", "4096", t.slotPath(.previous))
+        for _ in 0..<2 {
+            let start = try t.launcher("note", "list")
+            #expect(start.stdout == "one\ntwo\n")
+            #expect(start.stderr.contains("is truncated"))
+            #expect(start.stderr.contains("Running the current slot (\(t.currentVersion)) instead."))
+        }
+        let kinds = try t.history().dropFirst(events).compactMap { $0["kind"] as? String }
+        #expect(kinds == ["fallback", "fallback"])
+    }
+
     @Test func aReasonLongerThanTheLimitIsAUsageError() throws {
         let t = try TestBundle()
         let long = String(repeating: "x", count: 1001)

@@ -63,8 +63,9 @@ struct RangeCheckTests {
     }
 
     @Test func healthCountsAtIntMaxAreDamage() throws {
-        let record = HealthRecord(builds: [SlotHealth(build: "b", verdict: .trial(triesLeft: 1), failedStarts: Int.max)])
-        let error = #expect(throws: SwitchbackError.self) { try HealthStore.checkRanges(record, path: "health") }
+        // What once made every start trap at `failedStarts += 1`.
+        let text = "format=2\nbuild=\(String(repeating: "b", count: 64))\nverdict=trial\ntries_left=1\nfailed_starts=\(Int.max)\nend=ok\n"
+        let error = #expect(throws: SwitchbackError.self) { try HealthRecord.parse(Array(text.utf8), path: "health") }
         #expect(error?.code == .stateInvalid)
         #expect(error?.message.contains("failed_starts") == true)
     }

@@ -104,12 +104,12 @@ public struct HealthRecord: Sendable, Equatable {
         guard BuildIdentity.isSHA256(build) else { throw invalid("has an invalid \(p)build line") }
         func count(_ key: String) throws(SwitchbackError) -> Int? {
             guard let value = field(key) else { return nil }
-            guard let number = Int(value), number >= 0, number <= Limits.count else { throw invalid("has an invalid \(p)\(key) line (\(value.prefix(40)))") }
+            guard let number = Int(value), ValueRange.count.contains(number) else { throw invalid("has an invalid \(p)\(key) line (\(value.prefix(40)))") }
             return number
         }
         func time(_ key: String) throws(SwitchbackError) -> Int64? {
             guard let value = field(key) else { return nil }
-            guard let seconds = Int64(value), Limits.isValidTime(seconds) else { throw invalid("has an invalid \(p)\(key) line (\(value.prefix(40)))") }
+            guard let seconds = Int64(value), ValueRange.unixTime.contains(seconds) else { throw invalid("has an invalid \(p)\(key) line (\(value.prefix(40)))") }
             return seconds
         }
         let verdict: SlotHealth.Verdict

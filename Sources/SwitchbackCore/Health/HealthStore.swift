@@ -11,32 +11,15 @@ public struct HealthStore: Sendable {
     public var path: String { directory.path + "/health" }
 
     /// Loads the record. A missing file is an empty record; a damaged one — including one
-    /// whose numbers are out of range (see `checkRanges`) — is an empty record plus the
+    /// whose numbers are out of range (`HealthRecord.parse` checks every range) — is an empty record plus the
     /// problem (every build is then on trial again: nothing is trusted).
     public func load() -> (record: HealthRecord, problem: SwitchbackError?) {
         do {
             guard let bytes = try FileSystem.read(path, limit: 64 << 10) else { return (HealthRecord(), nil) }
             let record = try HealthRecord.parse(bytes, path: path)
-            try Self.checkRanges(record, path: path)
             return (record, nil)
         } catch {
             return (HealthRecord(), error)
-        }
-    }
-
-    /// Throws `.stateInvalid` when a number is outside its range: counts (tries left, failed
-    /// starts) outside `ValueRange.count`, times outside `ValueRange.unixTime`. A start adds
-    /// one to `failed_starts`, which must not trap. `HealthRecord.parse` already refuses such
-    /// files; this checks a record built in memory (the fuzz targets drive both).
-    public static func checkRanges(_ record: HealthRecord, path: String) throws(SwitchbackError) {
-        for health in record.builds {
-            func invalid(_ key: String, _ value: String) -> SwitchbackError {
-                SwitchbackError(.stateInvalid, "The health file \(path) has an out-of-range \(key) line (\(value)) for build \(health.build.prefix(12)).", path: path)
-            }
-            if case .trial(let left) = health.verdict, !ValueRange.count.contains(left) { throw invalid("tries_left", String(left)) }
-            if !ValueRange.count.contains(health.failedStarts) { throw invalid("failed_starts", String(health.failedStarts)) }
-            if let at = health.lastGoodAt, !ValueRange.unixTime.contains(at) { throw invalid("last_good_at", String(at)) }
-            if let at = health.changedAt, !ValueRange.unixTime.contains(at) { throw invalid("changed_at", String(at)) }
         }
     }
 

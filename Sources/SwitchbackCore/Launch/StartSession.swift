@@ -25,7 +25,7 @@ public final class StartSession: @unchecked Sendable {
                 var health = record.health(of: build, tries: tries)
                 if case .trial(let left) = health.verdict {
                     health.verdict = .trial(triesLeft: max(0, left - 1))
-                    health.failedStarts = min(health.failedStarts, Limits.count - 1) + 1
+                    health.failedStarts = min(health.failedStarts, ValueRange.count.upperBound - 1) + 1
                     health.changedAt = currentUnixTime()
                 }
                 record.set(health)

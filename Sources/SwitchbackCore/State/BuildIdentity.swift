@@ -27,21 +27,14 @@ public struct BuildIdentity: Sendable, Equatable {
     }
 }
 
-/// Bounds on what Switchback reads back from its own files and takes from operators, so
-/// that a crafted file can neither trap arithmetic nor grow without limit.
+/// Bounds on the text Switchback stores and takes from operators (numbers have theirs in
+/// `ValueRange`), so that no file grows without limit.
 public enum Limits {
-    /// The latest time accepted in any file: 9999-12-31 23:59:59 UTC (`ValueRange.unixTime`).
-    public static let latestTime: Int64 = ValueRange.unixTime.upperBound
     /// The longest reason an operator may give (bytes of UTF-8); longer is a usage error.
     public static let reasonBytes = 1000
     /// The longest reason stored in a file (a directive's or a failure's, already bounded
     /// by their sources, is cut here).
     public static let storedReasonBytes = 2000
-    /// The largest try or start count accepted in a file.
-    public static let count = ValueRange.count.upperBound
-
-    /// True when `seconds` is a time Switchback could have written (`ValueRange.unixTime`).
-    public static func isValidTime(_ seconds: Int64) -> Bool { ValueRange.unixTime.contains(seconds) }
 
     /// `text` cut to at most `bytes` bytes of UTF-8, on a scalar boundary, marked with "…".
     public static func truncated(_ text: String, bytes: Int = storedReasonBytes) -> String {

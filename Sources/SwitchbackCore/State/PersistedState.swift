@@ -77,7 +77,7 @@ extension PersistedState {
         if let reason, reason.utf8.count > Limits.storedReasonBytes { throw invalid("has a reason longer than \(Limits.storedReasonBytes) bytes") }
         var changedAt: Int64?
         if let value = text["changed_at"] {
-            guard let seconds = Int64(value), Limits.isValidTime(seconds) else { throw invalid("has an invalid changed_at line (\(value.prefix(40)))") }
+            guard let seconds = Int64(value), ValueRange.unixTime.contains(seconds) else { throw invalid("has an invalid changed_at line (\(value.prefix(40)))") }
             changedAt = seconds
         }
         func build(_ name: String) throws(SwitchbackError) -> BuildIdentity? {

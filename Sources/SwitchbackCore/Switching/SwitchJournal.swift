@@ -50,7 +50,7 @@ public struct SwitchJournal: Sendable, Equatable {
         guard text["format"] == "1", text["end"] == "ok",
               let rollback = text["rollback"].flatMap({ $0 == "true" ? true : $0 == "false" ? false : nil }),
               let source = text["source"].flatMap(ChoiceSource.init(rawValue:)),
-              let started = text["started_at"].flatMap({ Int64($0) }), Limits.isValidTime(started),
+              let started = text["started_at"].flatMap({ Int64($0) }), ValueRange.unixTime.contains(started),
               let from = text["from.sha256"], BuildIdentity.isSHA256(from) else { throw invalid }
         let reason = text["reason"]
         if let reason, reason.utf8.count > Limits.storedReasonBytes { throw invalid }
