@@ -96,7 +96,7 @@ public enum Launcher {
             let known = record.health(of: build, tries: manifest.trialTries)
             let started = StartSession(store: health, build: build, tries: manifest.trialTries, known: known)
             if let problem = started.begin() {
-                printError("launcher: This start of the \(decision.slot.rawValue) build (\(build.version), \(known.summary)) could not be recorded (\(problem.message.hasSuffix(".") ? String(problem.message.dropLast()) : problem.message)); automatic rollback cannot count it until the state directory \(directory.path) is writable again. Running it anyway.")
+                printError("launcher: This start of the \(decision.slot.rawValue) build (\(build.version), \(known.summary)) could not be recorded (\(problem.clause)); automatic rollback cannot count it until the state directory \(directory.path) is writable again. Running it anyway.")
             }
             session = started
         }

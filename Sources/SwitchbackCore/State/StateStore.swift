@@ -20,7 +20,7 @@ public struct LoadedState: Sendable, Equatable {
     /// One sentence for a damaged file: what was found and what is assumed.
     public var problemSentence: String? {
         guard let problem else { return nil }
-        let found = problem.message.hasSuffix(".") ? String(problem.message.dropLast()) : problem.message
+        let found = problem.clause
         if problem.code == .insecurePermissions {
             return "\(found); ignoring it and running the current slot."
         }

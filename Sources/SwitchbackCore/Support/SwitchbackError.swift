@@ -48,6 +48,9 @@ public struct SwitchbackError: Error, CustomStringConvertible, Equatable, Sendab
 
     public var description: String { message }
 
+    /// The message without its full stop, to quote inside another sentence.
+    public var clause: String { message.hasSuffix(".") ? String(message.dropLast()) : message }
+
     /// An error for a failed system call on `path`, with `strerror(errno)` in the sentence.
     static func system(_ call: String, path: String, errno: Int32) -> SwitchbackError {
         let code: Code

@@ -58,7 +58,7 @@ public struct Switcher: Sendable {
             }
         } catch {
             if error.code == .lockFailed || error.code == .insecurePermissions { throw error }
-            throw SwitchbackError(error.code, "Could not record the switch in \(directory.path) (\(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)); nothing was changed: free space or make the directory writable, then retry.", path: error.path, errno: error.errno)
+            throw SwitchbackError(error.code, "Could not record the switch in \(directory.path) (\(error.clause)); nothing was changed: free space or make the directory writable, then retry.", path: error.path, errno: error.errno)
         }
         return try convertAndCommit(journal, command: command)
     }
@@ -141,7 +141,7 @@ public struct Switcher: Sendable {
                 return outcome
             }
         } catch {
-            throw SwitchbackError(error.code, "The data was converted for \(manifest.previous.version), but the flag could not be written (\(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)); the switch stays journalled in \(path), and the next rollbackctl command or start finishes it once the state directory is writable.", path: error.path, errno: error.errno)
+            throw SwitchbackError(error.code, "The data was converted for \(manifest.previous.version), but the flag could not be written (\(error.clause)); the switch stays journalled in \(path), and the next rollbackctl command or start finishes it once the state directory is writable.", path: error.path, errno: error.errno)
         }
         return Result(downgrade: outcome, switched: switched, warning: warning)
     }
