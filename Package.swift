@@ -2,34 +2,45 @@
 import Foundation
 import PackageDescription
 
-// The sample app's version lives in one place, the VERSION file; the build id comes from
-// the environment (scripts/bundle passes the commit). Both are stamped into AppCore.
-let appVersion = ((try? String(contentsOfFile: Context.packageDirectory + "/VERSION", encoding: .utf8)) ?? "0.0.0")
-    .trimmingCharacters(in: .whitespacesAndNewlines)
-let appBuild = ProcessInfo.processInfo.environment["SWITCHBACK_APP_BUILD"] ?? "dev"
+// The version and build the SDK stamps into an app's library come from the environment of
+// the build: the bundle command (scripts/bundle) passes the app's VERSION file and commit.
+// A plain `swift build` stamps 0.0.0-dev and dev. This manifest is also evaluated as a
+// dependency of every app that adopts Switchback, so it reads nothing of its own here.
+let environment = ProcessInfo.processInfo.environment
+let appVersion = environment["SWITCHBACK_APP_VERSION"].flatMap { $0.isEmpty ? nil : $0 } ?? "0.0.0-dev"
+let appBuild = environment["SWITCHBACK_APP_BUILD"].flatMap { $0.isEmpty ? nil : $0 } ?? "dev"
 
 let package = Package(
     name: "Switchback",
     products: [
+        // The SDK an app's dynamic library imports (docs/adopting.md).
+        .library(name: "Switchback", targets: ["Switchback"]),
+        // The sample app, written as an outside app is: a dynamic library using the SDK.
         .library(name: "AppCore", type: .dynamic, targets: ["AppCore"]),
         .executable(name: "launcher", targets: ["launcher"]),
         .executable(name: "rollbackctl", targets: ["rollbackctl"]),
         .executable(name: "rollbackctl-remote", targets: ["rollbackctl-remote"]),
         .executable(name: "appcore-direct", targets: ["appcore-direct"]),
+        // `swift run switchback-bundle` in an app's package: builds its bundle (scripts/bundle).
+        .executable(name: "switchback-bundle", targets: ["switchback-bundle"]),
         .executable(name: "switchback-fuzz", targets: ["switchback-fuzz"]),
         .library(name: "AppVersions", targets: ["AppVersions"]),
     ],
     targets: [
         // The contract between launcher and AppCore: one C header, nothing else crosses.
         .target(name: "SwitchbackContract"),
-        // The version and build stamped into AppCore at build time.
+        // The SDK: the contract's exports (entry point, downgrade, stamp, version, build) for
+        // the app's library, the app's registration, its launch info and its data lifecycle.
         .target(
-            name: "AppCoreStamp",
+            name: "SwitchbackSDKSupport",
+            dependencies: ["SwitchbackContract"],
             cSettings: [
                 .define("SWITCHBACK_APP_VERSION", to: "\"\(appVersion)\""),
                 .define("SWITCHBACK_APP_BUILD", to: "\"\(appBuild)\""),
             ]
         ),
+        .target(name: "Switchback", dependencies: ["SwitchbackSDKSupport", "SwitchbackContract", "AppVersions"]),
+        .executableTarget(name: "switchback-bundle"),
         // State, manifest, decision and loading: no Foundation, so the launcher stays thin.
         // Wrappers of the C calls Swift cannot make (prctl, the wait(2) macros).
         .target(name: "SwitchbackSystem"),
@@ -47,15 +58,15 @@ let package = Package(
         // `rollbackctl sync|keygen|sign`: rollbackctl executes this program for them.
         .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote"]),
         .executableTarget(name: "rollbackctl-remote", dependencies: ["RemoteCtlKit"]),
-        // The sample app. Replace it with your own code; keep the two exported symbols.
-        .target(name: "AppCore", dependencies: ["SwitchbackContract", "AppCoreStamp", "AppVersions"]),
+        // The sample app: a user of the SDK like any other app.
+        .target(name: "AppCore", dependencies: ["Switchback"]),
         // Version history and run-once migrations, for the app to call from inside AppCore.
         .target(name: "AppVersions"),
         .executableTarget(name: "appversions-fixture", dependencies: ["AppVersions"]),
         .executableTarget(name: "appversions-bench", dependencies: ["AppVersions"]),
         .testTarget(name: "AppVersionsTests", dependencies: ["AppVersions", "appversions-fixture"]),
         // The same app linked directly into an executable: the benchmark's baseline.
-        .executableTarget(name: "appcore-direct", dependencies: ["AppCore"]),
+        .executableTarget(name: "appcore-direct", dependencies: ["AppCore", "Switchback"]),
         .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore"]),
         // Fuzzing (docs/fuzzing.md): one target per parser in a library the tests also run over
         // the kept regressions, and an executable that is libFuzzer's harness when scripts/fuzz

@@ -1,31 +1,22 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Switchback
 
-/// The sample app: a greeting, `version`, `crash`, a notes store and a small server.
-/// Replace it with your own code.
-public struct SampleApp {
-    let launch: LaunchInfo
-
-    public init(launch: LaunchInfo) { self.launch = launch }
-
+/// The sample app: a greeting, `version`, `crash`, a notes store and a small server. It uses
+/// the SDK as any outside app does (docs/adopting.md).
+public enum SampleApp: SwitchbackApp {
     /// Runs one command and returns the exit code. Every command but the failure
-    /// demonstrations (`crash`, `hang`, `exit`) marks the start good once it is initialised.
-    public func run(_ arguments: [String]) -> Int32 {
+    /// demonstrations (`crash`, `hang`, `exit`) and `serve` (which marks itself good once it
+    /// is up) marks the start good at once.
+    public static func main(_ launch: LaunchInfo) -> Int32 {
+        let arguments = launch.arguments
         let command = arguments.first
-        // Held until the process exits: a downgrade waits for this command to finish.
-        let lock = command == "note" ? DataLock(dataDirectory: launch.dataDirectory, exclusive: false) : nil
-        defer { withExtendedLifetime(lock) {} }
-        let change: String
-        do { change = try AppStartup(launch: launch).run() } catch {
-            printError("Error: the sample app could not prepare its data in \(launch.dataDirectory): \(error)")
-            return 1
-        }
         if !["crash", "hang", "exit", "serve"].contains(command ?? "") { launch.markGood() }
         switch command {
         case nil:
-            let slot = launch.slot.map { " (\($0) slot)" } ?? ""
-            print("Hello from the Switchback sample app, version \(launch.version)\(slot): \(change).")
+            let slot = launch.slot.map { " (\($0.rawValue) slot)" } ?? ""
+            print("Hello from the Switchback sample app, version \(launch.version)\(slot): \(change(launch)).")
             return 0
         case "version":
             print(launch.version)

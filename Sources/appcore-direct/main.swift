@@ -1,7 +1,7 @@
 // The sample app linked directly into an executable, without the launcher: the baseline
-// scripts/bench compares the launcher against.
+// scripts/bench compares the launcher against. Any app's direct executable is these lines.
 import AppCore
+import Switchback
 import Glibc
 
-let arguments = Array(CommandLine.arguments.dropFirst())
-exit(SampleApp(launch: LaunchInfo(nil)).run(arguments))
+exit(Switchback.main())

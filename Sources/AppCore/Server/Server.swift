@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Switchback
 
 /// `serve [--crash-after SECONDS]`: a long-running loop that marks itself good once it is
 /// up, writes a heartbeat naming its version five times a second, and exits 0 on SIGTERM or
@@ -49,7 +50,7 @@ struct Server {
     }
 
     private func writeHeartbeat(_ path: String, beats: Int, state: String) {
-        let text = "version=\(launch.version)\nslot=\(launch.slot ?? "none")\npid=\(getpid())\nbeats=\(beats)\nstate=\(state)\n"
+        let text = "version=\(launch.version)\nslot=\(launch.slot?.rawValue ?? "none")\npid=\(getpid())\nbeats=\(beats)\nstate=\(state)\n"
         let temporary = path + ".tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return }

@@ -1,25 +1,27 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import AppVersions
 
 /// Publishes `data-state` in the launcher's state directory: the data's reader floor and
-/// what a rollback to the previous slot would do to it, for `rollbackctl status` and for
-/// the launcher's check before it runs the previous slot (docs/data-safe-rollback.md).
-/// Keep it, or write the same file, when you replace the sample app.
+/// what a rollback to the previous slot would do to it, for `rollbackctl status` and for the
+/// launcher's check before it runs the previous slot (docs/data-safe-rollback.md). The
+/// version and build that publish it are in the file, so a state published by another
+/// build (or another app sharing the directory) is ignored.
 struct DataStatePublisher {
     let path: String
     let version: String
+    let build: String
     /// The previous slot's version, parsed only when a plan is made (not at every start).
     let target: String
 
     /// Nil unless this is the current slot under the launcher: only the newer build knows
     /// its steps, and the previous slot's data is what a rollback left.
     init?(launch: LaunchInfo) {
-        guard launch.slot == "current", let directory = launch.stateDirectory,
-              let other = launch.otherSlotVersion else { return nil }
+        guard launch.slot == .current, let directory = launch.stateDirectory,
+              let other = launch.otherVersion else { return nil }
         path = directory + "/data-state"
         version = launch.version
+        build = launch.build
         target = other
     }
 
@@ -41,6 +43,7 @@ struct DataStatePublisher {
         }
         let lines = [
             "published_by=\(version)",
+            "published_build=\(Self.escape(build))",
             "published_at=\(time(nil))",
             "reader_floor=\(floor)",
             "rollback_to=\(target)",
@@ -48,8 +51,7 @@ struct DataStatePublisher {
             "detail=\(Self.escape(detail))",
             "end=ok",
         ]
-        makeDirectory(String(path[..<path.lastIndex(of: "/")!]))
-        _ = replaceFile(path, with: lines.joined(separator: "\n") + "\n")
+        replaceFile(path, with: lines.joined(separator: "\n") + "\n")
     }
 
     static func describe(_ planned: DowngradePlan) -> (String, String) {
@@ -65,7 +67,7 @@ struct DataStatePublisher {
         return ("revert", "the revert of \(names) runs first")
     }
 
-    /// KeyValueText's escaping (this module does not link SwitchbackCore), by scalar:
+    /// The state file's escaping (backslash, newline, tab, carriage return), by scalar:
     /// "\r\n" is one Character.
     static func escape(_ text: String) -> String {
         var result = String.UnicodeScalarView()

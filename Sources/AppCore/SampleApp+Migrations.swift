@@ -1,0 +1,56 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Switchback
+
+extension SampleApp {
+    /// `SAMPLE_NO_REVERT=1` registers `notes-v2` without its revert, to demonstrate the
+    /// fallback: a rollback restores the snapshot taken before the step and archives the
+    /// newer data.
+    static var registersReverts: Bool { getenv("SAMPLE_NO_REVERT").map { String(cString: $0) } != "1" }
+
+    /// The sample's data migrations. The SDK runs the due ones before `main`, and undoes
+    /// them, newest first, when a rollback needs the data in an older format.
+    public static func migrations(_ migrator: inout Migrator, launch: LaunchInfo) throws {
+        let notes = NotesStore(directory: launch.dataDirectory)
+        // Full copies, not hard links: `note add` appends to notes.v2 in place, so a linked
+        // snapshot would change with every later note.
+        migrator.snapshotMethod = .copy
+        // Installs from before 1.2.0 did not track versions; their notes.txt says 1.1.0.
+        migrator.baseline = { _ in fileExists(notes.legacyPath) ? Version(1, 1, 0) : nil }
+        migrator.registerFirstInstall("create-notes-store") { _ in
+            guard notes.create() else { throw SampleError("cannot create \(notes.path)") }
+        }
+        // Format 2 can be read by 1.2.0 and later only (the reader floor); its revert
+        // writes format 1 back, for 1.1.0.
+        let revert: ((MigrationContext) throws -> Void)? = registersReverts ? { _ in
+            guard notes.revertToFormat1() else { throw SampleError("cannot convert \(notes.path) back to \(notes.legacyPath)") }
+        } : nil
+        migrator.register("notes-v2", at: "1.2.0", readerFloor: "1.2.0", revert: revert) { _ in
+            guard notes.migrateFromFormat1() else { throw SampleError("cannot convert \(notes.legacyPath) to \(notes.path)") }
+        }
+    }
+
+    /// `note` commands write the data and exit: they hold the data lock for their whole
+    /// run, so a rollback's downgrade never converts the notes under a half-done `note add`.
+    public static func holdsDataLock(_ launch: LaunchInfo) -> Bool { launch.arguments.first == "note" }
+
+    /// How this version relates to the last one that ran, for the greeting.
+    static func change(_ launch: LaunchInfo) -> String {
+        switch launch.versionChange {
+        case .installed:
+            return launch.migrationReport?.baseline.map { "upgraded from \($0)" } ?? "first run"
+        case .notChanged: return "welcome back"
+        case .updated: return "updated to build \(launch.build)"
+        case .upgraded(let from): return "upgraded from \(from.version)"
+        case .downgraded(let from): return "downgraded from \(from.version)"
+        }
+    }
+}
+
+struct SampleError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }

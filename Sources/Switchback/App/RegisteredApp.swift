@@ -1,0 +1,54 @@
+import SwitchbackSDKSupport
+import Dispatch
+import Synchronization
+
+/// The registered app, as closures: what the entry points call.
+struct RegisteredApp: Sendable {
+    let migrations: @Sendable (inout Migrator, LaunchInfo) throws -> Void
+    let holdsDataLock: @Sendable (LaunchInfo) -> Bool
+    let run: @Sendable (LaunchInfo) -> Int32
+
+    init<App: SwitchbackApp>(_ app: App.Type) {
+        migrations = { try App.migrations(&$0, launch: $1) }
+        holdsDataLock = { App.holdsDataLock($0) }
+        run = { launch in
+            do { return try App.main(launch) } catch { return Self.failed(error) }
+        }
+    }
+
+    init<App: AsyncSwitchbackApp>(_ app: App.Type) {
+        migrations = { try App.migrations(&$0, launch: $1) }
+        holdsDataLock = { App.holdsDataLock($0) }
+        run = { launch in
+            let code = Mutex<Int32>(1)
+            let done = DispatchSemaphore(value: 0)
+            Task.detached {
+                let result: Int32
+                do { result = try await App.main(launch) } catch { result = Self.failed(error) }
+                code.withLock { $0 = result }
+                done.signal()
+            }
+            done.wait()
+            return code.withLock { $0 }
+        }
+    }
+
+    static func failed(_ error: any Error) -> Int32 {
+        printError("Error: \(error)")
+        return 1
+    }
+
+    /// The registered app: the one `Switchback.register` recorded, else the one the
+    /// library's `switchback_register` registers when asked now; nil when it has none.
+    static var current: RegisteredApp? {
+        if let app = registry.withLock({ $0 }) { return app }
+        _ = switchback_sdk_call_register()
+        return registry.withLock { $0 }
+    }
+
+    static func register(_ app: RegisteredApp) {
+        registry.withLock { $0 = app }
+    }
+
+    private static let registry = Mutex<RegisteredApp?>(nil)
+}

@@ -1,0 +1,34 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The app's data lock, `<dataDirectory>.lock` beside the data: runs that write the data
+/// hold it shared; the downgrade entry point holds it exclusively. Released when the value
+/// goes away (or the process exits).
+final class DataLock {
+    private let fd: Int32
+
+    /// Takes the lock, waiting at most `waitSeconds` (nil: as long as it takes). Nil when
+    /// the lock file cannot be opened or the wait ran out (`timedOut` says which).
+    init?(dataDirectory: String, exclusive: Bool, waitSeconds: Double?, timedOut: UnsafeMutablePointer<Bool>? = nil) {
+        let path = dataDirectory + ".lock"
+        makeDirectory(parent(of: path))
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        let operation = exclusive ? LOCK_EX : LOCK_SH
+        let deadline = waitSeconds.map { monotonicSeconds() + $0 }
+        while flock(fd, operation | (deadline == nil ? 0 : LOCK_NB)) != 0 {
+            let failure = errno
+            if failure == EINTR { continue }
+            if failure == EWOULDBLOCK, let deadline, monotonicSeconds() < deadline {
+                usleep(10_000)
+                continue
+            }
+            timedOut?.pointee = failure == EWOULDBLOCK
+            close(fd)
+            return nil
+        }
+    }
+
+    deinit { close(fd) }
+}

@@ -1,0 +1,47 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `mkdir -p` with mode 0700.
+func makeDirectory(_ path: String) {
+    var prefix = path.hasPrefix("/") ? "" : "."
+    for component in path.split(separator: "/") {
+        prefix += "/" + component
+        mkdir(prefix, 0o700)
+    }
+}
+
+func parent(of path: String) -> String {
+    guard let slash = path.lastIndex(of: "/") else { return "." }
+    return slash == path.startIndex ? "/" : String(path[..<slash])
+}
+
+func fileExists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+/// Replaces a file atomically and durably: temporary file, fsync, rename, fsync of the
+/// directory. Readers see the old file or the new one, never half of one.
+@discardableResult
+func replaceFile(_ path: String, with contents: String) -> Bool {
+    let temporary = path + ".tmp-\(getpid())"
+    let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard fd >= 0 else { return false }
+    var text = contents
+    let written = text.withUTF8 { write(fd, $0.baseAddress, $0.count) == $0.count } && fsync(fd) == 0
+    close(fd)
+    guard written, rename(temporary, path) == 0 else { unlink(temporary); return false }
+    let directory = open(parent(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+    if directory >= 0 { fsync(directory); close(directory) }
+    return true
+}
+
+/// Writes one line to a descriptor (stderr by default).
+func printError(_ line: String, to fd: Int32 = 2) {
+    var text = line + "\n"
+    _ = text.withUTF8 { write(fd, $0.baseAddress, $0.count) }
+}
+
+func monotonicSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}

@@ -1,0 +1,110 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SwitchbackContract
+import SwitchbackSDKSupport
+import Synchronization
+
+/// What the app knows about this run: from the launcher, or, without it (`swift run`, unit
+/// tests), from its own build stamp and sensible fallbacks.
+public struct LaunchInfo: Sendable {
+    /// A slot of the bundle.
+    public enum Slot: String, Sendable {
+        case current, previous
+    }
+
+    /// The slot running; nil when not under the launcher.
+    public let slot: Slot?
+    /// This build's version, stamped by the bundle command (`0.0.0-dev` in a plain build).
+    public let version: String
+    /// This build's build id: the app repository's commit the bundle command stamped
+    /// (`dev` in a plain build).
+    public let build: String
+    /// The other slot's version; nil when not under the launcher.
+    public let otherVersion: String?
+    /// The launcher's state directory (absolute); nil when not under the launcher.
+    public let stateDirectory: String?
+    /// Where the app keeps its data: `$SWITCHBACK_DATA_DIR` if set, else `data` in the
+    /// state directory, else `.switchback/data` in the working directory (development).
+    /// AppVersions keeps its ledger beside it, in `<dataDirectory>.versions`.
+    public let dataDirectory: String
+    /// The app's arguments: the launcher's, without the program name.
+    public let arguments: [String]
+    /// How this version relates to the last one that ran here (installed, upgraded from
+    /// 1.0.0, ...), as AppVersions recorded it before `main`.
+    public internal(set) var versionChange: ChangeState = .installed
+    /// What the migrations did before `main`: the steps that ran, failed or were
+    /// interrupted, and the baseline of data from before AppVersions.
+    public internal(set) var migrationReport: MigrationReport?
+
+    let link: LauncherLink
+
+    /// Whether the launcher started this run.
+    public var isUnderLauncher: Bool { slot != nil }
+
+    /// Tells the launcher this start is healthy, for automatic rollback: the build stops
+    /// being on trial. Callable from any thread or task, any number of times: the first
+    /// call records the verdict (durably, before it returns), later ones return at once.
+    /// Does nothing when not under the launcher.
+    public func markGood() { link.markGood() }
+
+    /// Runs `body` holding the data lock, shared (several writers) or exclusive: a
+    /// rollback's downgrade, which holds it exclusively, never converts the data while
+    /// `body` runs. Waits for the lock; runs `body` without it if the lock file cannot be
+    /// opened (say, a read-only data directory), since a lock is no reason to refuse service.
+    public func withDataLock<T, E: Error>(exclusive: Bool = false, _ body: () throws(E) -> T) throws(E) -> T {
+        let lock = DataLock(dataDirectory: dataDirectory, exclusive: exclusive, waitSeconds: nil)
+        defer { withExtendedLifetime(lock) {} }
+        return try body()
+    }
+
+    init(arguments: [String], context: UnsafePointer<SwitchbackContext>?) {
+        self.arguments = arguments
+        version = String(cString: switchback_app_version())
+        build = String(cString: switchback_app_build())
+        link = LauncherLink(context)
+        if let context, switchback_context_has(context, MemoryLayout<SwitchbackContext>.offset(of: \.launcher_data)!) != 0 {
+            slot = context.pointee.slot == Int32(SWITCHBACK_SLOT_PREVIOUS.rawValue) ? .previous : .current
+            stateDirectory = context.pointee.state_directory.map { String(cString: $0) }
+            otherVersion = context.pointee.other_slot_version.map { String(cString: $0) }
+        } else {
+            slot = nil
+            stateDirectory = nil
+            otherVersion = nil
+        }
+        if let value = getenv("SWITCHBACK_DATA_DIR"), value.pointee != 0 {
+            dataDirectory = String(cString: value)
+        } else if let stateDirectory {
+            dataDirectory = stateDirectory + "/data"
+        } else {
+            dataDirectory = currentDirectory() + "/.switchback/data"
+        }
+    }
+}
+
+/// The launcher's context and the app's good mark: one call reaches the launcher.
+final class LauncherLink: Sendable {
+    private nonisolated(unsafe) let context: UnsafePointer<SwitchbackContext>?
+    private let marked = Mutex(false)
+
+    init(_ context: UnsafePointer<SwitchbackContext>?) { self.context = context }
+
+    var pointer: UnsafePointer<SwitchbackContext>? { context }
+
+    func markGood() {
+        marked.withLock { marked in
+            guard !marked else { return }
+            if let context, let markGood = context.pointee.mark_good, markGood(context) == 0 {
+                marked = true
+            } else if context == nil {
+                marked = true
+            }
+        }
+    }
+}
+
+func currentDirectory() -> String {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    guard getcwd(&buffer, buffer.count) != nil else { return "." }
+    return String(cString: buffer)
+}
