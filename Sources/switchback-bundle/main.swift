@@ -1,5 +1,7 @@
 // `swift run switchback-bundle [options]`, from an app's package: builds the app's bundle with
 // Switchback's scripts/bundle, passing the package it runs in (`--package .`).
+// `swift run switchback-bundle pin-previous REV`: pins PreviousVersion/ to the release REV
+// with scripts/pin-previous, the release routine's step (docs/adopting.md).
 //
 // Why an executable product and not a command plugin: `swift run` releases the build lock
 // before it executes the tool, which then runs `swift build` itself (twice: current and
@@ -12,13 +14,14 @@ import Glibc
 
 let source = "\(#filePath)"
 let root = source.components(droppingLast: 3)
-let script = root + "/scripts/bundle"
+let pinning = CommandLine.arguments.dropFirst().first == "pin-previous"
+let script = root + (pinning ? "/scripts/pin-previous" : "/scripts/bundle")
 guard access(script, X_OK) == 0 else {
-    var message = "Error: cannot find Switchback's scripts/bundle at \(script); build switchback-bundle from a Switchback checkout.\n"
+    var message = "Error: cannot find Switchback's script at \(script); build switchback-bundle from a Switchback checkout.\n"
     _ = message.withUTF8 { write(2, $0.baseAddress, $0.count) }
     exit(1)
 }
-var arguments = [script, "--package", "."] + CommandLine.arguments.dropFirst()
+let arguments = [script, "--package", "."] + CommandLine.arguments.dropFirst(pinning ? 2 : 1)
 var cArguments = arguments.map { strdup($0) } + [nil]
 execv(script, &cArguments)
 var message = "Error: cannot run \(script): \(String(cString: strerror(errno))).\n"

@@ -35,6 +35,8 @@ struct InspectCommand {
             ("abi", try string(SWITCHBACK_STAMP_SYMBOL)),
             ("size", String(size)),
             ("sha256", digest),
+            // Whether the build converts its data back before a rollback (contract 2).
+            ("downgrade", library.symbol(named: SWITCHBACK_DOWNGRADE_SYMBOL, as: CString.self) == nil ? "false" : "true"),
         ]
         if json {
             console.out(JSON.render(Dictionary(uniqueKeysWithValues: fields.map { ($0.0, $0.1 as Any) })))

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchbackContract
 import SwitchbackCore
 
 /// What `status` says, as one value rendered both for people and as JSON.
@@ -21,6 +22,13 @@ struct StatusReport {
     var remoteProblem: String?
     /// What the current build last published about its data (nil: nothing yet).
     var data: DataState?
+    /// Why the published data state was ignored (another build or app published it).
+    var dataIgnored: String?
+    /// Whether the current build manages its data with Switchback (exports the downgrade
+    /// entry point, as every SDK app does); nil for manifests from before this was recorded.
+    var currentManagesData: Bool?
+    /// Both slots hold the same build (`--first-release`): rollbacks are refused.
+    var isFirstRelease: Bool
     /// The newest restore or archive in the history: where newer data was put aside.
     var lastArchive: HistoryEvent?
     var previousVersion: String
@@ -108,7 +116,14 @@ struct StatusReport {
         let (record, problem) = RemoteStore(directory: workspace.directory).load()
         remote = record == RemoteRecord() && problem == nil ? nil : record
         remoteProblem = problem?.message
-        data = DataState.load(in: workspace.directory)
+        let published = DataState.load(in: workspace.directory)
+        if let published, let mismatch = published.mismatch(with: workspace.manifest) {
+            dataIgnored = "The data state in \(DataState.path(in: workspace.directory)) is ignored: \(mismatch); the current build publishes its own when it starts."
+        } else {
+            data = published
+        }
+        currentManagesData = workspace.manifest.settings["current.downgrade"].map { $0 == "true" }
+        isFirstRelease = workspace.manifest.isFirstRelease
         lastArchive = (try? workspace.history.read().events)?.last { $0.kind == .restore || $0.kind == .archive }
         previousVersion = workspace.manifest.previous.version
     }
@@ -123,9 +138,12 @@ struct StatusReport {
             lines.append(data.isRollbackDataSafe
                 ? "Data: a rollback to \(data.rollbackTo) is data-safe now\(detail)."
                 : "Data: a rollback to \(data.rollbackTo) is NOT data-safe now\(detail).")
+        } else if currentManagesData == false {
+            lines.append("Data: the current build does not manage its data with Switchback (it exports no \(SWITCHBACK_DOWNGRADE_SYMBOL)); a rollback leaves the data as it is.")
         } else {
             lines.append("Data: no data state published yet (the current build publishes it when it starts); a rollback to \(previousVersion) converts the data back first if it must.")
         }
+        if let dataIgnored { lines.append("Data: \(dataIgnored)") }
         if let lastArchive {
             lines.append("Data: last \(lastArchive.kind.rawValue) on \(formatUTC(lastArchive.time)): \(lastArchive.reason ?? "")")
         }
@@ -133,7 +151,8 @@ struct StatusReport {
     }
 
     var dataJSON: [String: Any] {
-        var object: [String: Any] = ["published": data != nil]
+        var object: [String: Any] = ["published": data != nil, "ignored": dataIgnored ?? NSNull(),
+                                     "managed": currentManagesData.map { $0 as Any } ?? NSNull()]
         object["reader_floor"] = data?.readerFloor ?? NSNull()
         object["published_by"] = data?.publishedBy ?? NSNull()
         object["published_at"] = data?.publishedAt.map(formatRFC3339) ?? NSNull()
@@ -193,6 +212,9 @@ struct StatusReport {
             let verdict = health[slot].map { ", \($0.summary)" } ?? ""
             lines.append("\(slot.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.version)\(build): \(problem ?? "ok")\(verdict)")
         }
+        if isFirstRelease {
+            lines.append("Previous slot: the same build as the current one (a first release): rollbacks are refused until the next release pins this one.")
+        }
         lines.append(contentsOf: dataLines)
         lines.append(contentsOf: remoteLines)
         if let supervisor {
@@ -243,6 +265,7 @@ struct StatusReport {
             "warning": warning ?? NSNull(),
             "write_problem": writeProblem ?? NSNull(),
             "pending_switch": pendingSwitch,
+            "first_release": isFirstRelease,
             "from_build": state.fromBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? NSNull(),
             "to_build": state.toBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? NSNull(),
             "state_problem": stateProblem ?? NSNull(),

@@ -20,6 +20,8 @@ public struct SlotDecision: Sendable, Equatable {
         /// The chosen build keeps failing, but the other one was rejected by an operator or a
         /// directive: automatic rollback does not override that choice.
         case keptByExplicitChoice(failed: BuildSlot, why: String, rejected: String)
+        /// The build failed, but both slots hold it (a first release): there is no other build.
+        case noOtherBuild(failed: BuildSlot, why: String)
         /// A new release superseded the persisted rollback: its current build runs.
         case supersededByRelease(PersistedState, current: BuildIdentity)
     }
@@ -75,6 +77,8 @@ public struct SlotDecision: Sendable, Equatable {
             return "both builds are bad and this one started well most recently"
         case .keptByExplicitChoice(let failed, let why, let rejected):
             return "it was chosen explicitly: the \(failed.rawValue) build \(why), but automatic rollback does not switch to the \(failed.other.rawValue) build, which \(rejected)"
+        case .noOtherBuild(_, let why):
+            return "the build \(why), but both slots hold it (a first release), so there is no other build to switch to"
         case .supersededByRelease(let rollback, let current):
             return StartPlan.supersessionReason(rollback, current: current)
         }

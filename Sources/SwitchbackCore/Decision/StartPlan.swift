@@ -28,7 +28,7 @@ public struct StartPlan: Sendable {
         if applyHealth && !decision.isForced {
             choice = HealthPolicy.choose(decision, current: record.health(of: .current, in: manifest),
                                          previous: record.health(of: .previous, in: manifest),
-                                         versions: { manifest[$0].version })
+                                         versions: { manifest[$0].version }, sameBuild: manifest.isFirstRelease)
         }
         return StartPlan(decision: choice.decision, health: choice, superseded: superseded)
     }

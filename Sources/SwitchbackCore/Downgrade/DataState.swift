@@ -26,6 +26,8 @@ public struct DataState: Sendable, Equatable {
 
     /// The version that published the file.
     public var publishedBy: String
+    /// The build id that published it (`published_build`; nil in files from before the SDK).
+    public var publishedBuild: String? = nil
     public var publishedAt: Int64?
     /// The oldest version that can read the data; nil when no migration step applies.
     public var readerFloor: String?
@@ -60,7 +62,8 @@ public struct DataState: Sendable, Equatable {
             throw invalid("is truncated or not a Switchback file")
         }
         let floor = text["reader_floor"] ?? ""
-        return DataState(publishedBy: publishedBy, publishedAt: try text.integer("published_at", in: ValueRange.unixTime, invalid: invalid),
+        let build = text["published_build"]
+        return DataState(publishedBy: publishedBy, publishedBuild: build?.isEmpty == true ? nil : build, publishedAt: try text.integer("published_at", in: ValueRange.unixTime, invalid: invalid),
                          readerFloor: floor.isEmpty ? nil : floor, rollbackTo: rollbackTo, plan: plan,
                          detail: text["detail"])
     }
@@ -69,6 +72,7 @@ public struct DataState: Sendable, Equatable {
     public func serialized() -> [UInt8] {
         var text = KeyValueText()
         text.append("published_by", publishedBy)
+        if let publishedBuild { text.append("published_build", publishedBuild) }
         if let publishedAt { text.append("published_at", String(publishedAt)) }
         text.append("reader_floor", readerFloor ?? "")
         text.append("rollback_to", rollbackTo)
@@ -76,6 +80,23 @@ public struct DataState: Sendable, Equatable {
         if let detail { text.append("detail", detail) }
         text.append("end", "ok")
         return text.serialized()
+    }
+
+    /// Why this state does not describe `manifest`'s builds (another build, or another app
+    /// sharing the state directory, published it), as a clause; nil when it does.
+    public func mismatch(with manifest: Manifest) -> String? {
+        let build = publishedBuild.map { " (build \($0))" } ?? ""
+        let theirs = "published by \(publishedBy)\(build) for a rollback to \(rollbackTo)"
+        let ours = "this bundle's current build is \(manifest.current.version)\(manifest.current.build.isEmpty ? "" : " (build \(manifest.current.build))") with \(manifest.previous.version) as previous"
+        if publishedBy != manifest.current.version || rollbackTo != manifest.previous.version { return "it was \(theirs), but \(ours)" }
+        if let publishedBuild, !manifest.current.build.isEmpty, publishedBuild != manifest.current.build { return "it was \(theirs), but \(ours)" }
+        return nil
+    }
+
+    /// The published state if it describes `manifest`'s builds (see `mismatch(with:)`).
+    public static func load(in directory: StateDirectory, for manifest: Manifest) -> DataState? {
+        guard let state = load(in: directory), state.mismatch(with: manifest) == nil else { return nil }
+        return state
     }
 
     /// Whether `version` can read the data as published: its reader floor is at or below it.

@@ -20,9 +20,11 @@ public enum HealthPolicy {
     ///   running, with a loud message on every start that names the command that recovers;
     /// - when both builds are bad by automatic verdicts, the one marked good most recently
     ///   runs (or the chosen one when neither ever was), with a loud message.
+    /// - when both slots hold the same build (a first release), a failing build keeps
+    ///   running, with a loud message: there is nothing to roll back to.
     /// A forced run (`SWITCHBACK_SLOT`) is left alone.
     public static func choose(_ decision: SlotDecision, current: SlotHealth, previous: SlotHealth,
-                              versions: (BuildSlot) -> String) -> HealthChoice {
+                              versions: (BuildSlot) -> String, sameBuild: Bool = false) -> HealthChoice {
         var choice = HealthChoice(decision: decision)
         if decision.isForced { return choice }
         func health(_ slot: BuildSlot) -> SlotHealth { slot == .current ? current : previous }
@@ -35,6 +37,11 @@ public enum HealthPolicy {
             ? "failed \(chosenHealth.failedStarts) \(chosenHealth.failedStarts == 1 ? "start" : "starts") without being marked good"
             : "is marked bad\(chosenHealth.note.map { " (\($0))" } ?? "")"
         if chosenHealth.isExhausted { choice.markBad = chosen }
+        if sameBuild {
+            choice.decision = SlotDecision(slot: chosen, reason: .noOtherBuild(failed: chosen, why: why))
+            choice.message = "WARNING: \(describe(chosen)) \(why), and this bundle is a first release: both slots hold the same build, so there is nothing to roll back to. Running it anyway; fix it and ship a new release."
+            return choice
+        }
 
         let otherHealth = health(other)
         if otherHealth.isRejected && !chosenHealth.isRejected {

@@ -46,7 +46,8 @@ extension Launcher {
     /// of the current build in between), convert the data back first. Returns nil when the
     /// previous slot may run, else why not. Costs one small read, and only on this path.
     static func ensureDataReadableByPrevious(bundleRoot: String, manifest: Manifest, directory: StateDirectory) -> String? {
-        guard let published = DataState.load(in: directory), !published.isReadable(by: manifest.previous.version) else { return nil }
+        // A state another build published says nothing about this one's data.
+        guard let published = DataState.load(in: directory, for: manifest), !published.isReadable(by: manifest.previous.version) else { return nil }
         let downgrade = DataDowngrade(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
         let outcome = downgrade.run(force: false, source: .auto,
                                     reason: "the data's reader floor \(published.readerFloor ?? "") is above the previous build (\(manifest.previous.version))")

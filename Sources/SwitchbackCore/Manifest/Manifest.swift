@@ -124,6 +124,11 @@ extension Manifest {
         settings["trial.tries"].flatMap { Int($0) }.map { min(max(1, $0), ValueRange.count.upperBound) } ?? 3
     }
 
+    /// Whether both slots hold the same build (`scripts/bundle --first-release`): there is
+    /// no other build to roll back to, so rollbacks are refused and automatic rollback
+    /// keeps the build running.
+    public var isFirstRelease: Bool { current.sha256 == previous.sha256 }
+
     /// Whether an exit code 0 marks a start good (`trial.good_on_exit_zero`, default true).
     public var goodOnExitZero: Bool {
         settings["trial.good_on_exit_zero"] != "false"

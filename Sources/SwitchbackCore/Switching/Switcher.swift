@@ -44,6 +44,9 @@ public struct Switcher: Sendable {
             let outcome = try StateStore(directory: directory).setRollback(false, source: source, reason: reason, manifest: manifest)
             return Result(switched: outcome)
         }
+        if manifest.isFirstRelease {
+            return Result(refusal: "This bundle is a first release: both slots hold the same build (\(manifest.current.version)), so there is nothing to roll back to; ship a fix, or bundle the next release with this one pinned as PreviousVersion. The flag is unchanged.")
+        }
         if let problem = previousSlotProblem() {
             return Result(refusal: "\(problem) Nothing was converted and the flag is unchanged: a rollback needs a previous build that can run.")
         }
