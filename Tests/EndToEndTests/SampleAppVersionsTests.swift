@@ -35,6 +35,6 @@ import Testing
         let result = try t.launcher()
         #expect(result.status == 1)
         #expect(!result.signaled)
-        #expect(result.stderr.hasPrefix("Error: the sample app could not prepare its data in \(t.state)/data: "))
+        #expect(result.stderr.hasPrefix("Error: the app (version \(t.currentVersion)) could not prepare its data in \(t.state)/data: "))
     }
 }

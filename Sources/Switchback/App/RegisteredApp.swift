@@ -52,3 +52,8 @@ struct RegisteredApp: Sendable {
 
     private static let registry = Mutex<RegisteredApp?>(nil)
 }
+
+extension RegisteredApp {
+    /// Forgets the registered app (tests only: the next run asks the library again).
+    static func reset() { registry.withLock { $0 = nil } }
+}
