@@ -49,4 +49,100 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stderr == "Error: 'no-such-revision' is not a commit of this repository.\n")
     }
+
+    // MARK: - Any app package
+
+    /// An app package in a fresh git repository: a dynamic library product and whatever else
+    /// `files` adds. Nothing is built.
+    func appPackage(_ files: [String: String] = [:], products: String = #".library(name: "Notes", type: .dynamic, targets: ["Notes"])"#) throws -> String {
+        let directory = try makeTemporaryDirectory() + "/notes"
+        try FileManager.default.createDirectory(atPath: directory + "/Sources/Notes", withIntermediateDirectories: true)
+        let manifest = """
+            // swift-tools-version:6.0
+            import PackageDescription
+            let package = Package(name: "Notes", products: [\(products)], targets: [.target(name: "Notes")])
+            """
+        try manifest.write(toFile: directory + "/Package.swift", atomically: true, encoding: .utf8)
+        try "public let notes = 1\n".write(toFile: directory + "/Sources/Notes/Notes.swift", atomically: true, encoding: .utf8)
+        for (name, text) in files { try text.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8) }
+        try shell("git", "-C", directory, "init", "-q")
+        try shell("git", "-C", directory, "add", "-A")
+        try shell("git", "-C", directory, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "1.0.0")
+        return directory
+    }
+
+    func bundle(_ package: String, _ arguments: String...) throws -> ProcessResult {
+        try runProcess(Self.repository + "/scripts/bundle", ["--package", package, "--out", package + "/dist"] + arguments)
+    }
+
+    @Test func aDirectoryWithoutAPackageIsRefused() throws {
+        let directory = try makeTemporaryDirectory()
+        let result = try bundle(directory)
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: \(directory) has no Package.swift; run the bundle command in the app's package (or pass --package DIR).\n")
+    }
+
+    @Test func anAppWithoutAVersionFileIsToldToWriteOne() throws {
+        let app = try appPackage()
+        let result = try bundle(app, "--product", "Notes", "--first-release")
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: \(app)/VERSION is missing or empty; write the app's version there (for example 1.0.0) and commit it.\n")
+    }
+
+    @Test func anAppWithoutAPinIsToldToPinOrSayFirstRelease() throws {
+        let app = try appPackage(["VERSION": "1.0.0\n"])
+        let result = try bundle(app, "--product", "Notes")
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: PreviousVersion/ is not pinned to a commit; pin the previous release with 'scripts/pin-previous REV' (docs/adopting.md), or pass --first-release for an app's first release.\n")
+        #expect(!FileManager.default.fileExists(atPath: app + "/dist"))
+    }
+
+    @Test func aFirstReleaseFlagWithAPinIsAContradiction() throws {
+        let app = try appPackage(["VERSION": "1.0.0\n"])
+        let pin = try runProcess(Self.repository + "/scripts/pin-previous", ["--package", app, "HEAD"])
+        #expect(pin.status == 0, "\(pin.stderr)")
+        let pinned = try shell("git", "-C", app, "rev-parse", "HEAD").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let result = try bundle(app, "--product", "Notes", "--first-release")
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: --first-release, but PreviousVersion/ is pinned to \(pinned); drop --first-release to bundle that release as the previous slot.\n")
+    }
+
+    @Test func theProductIsFoundOrNamed() throws {
+        let none = try appPackage(["VERSION": "1.0.0\n"], products: #".library(name: "Notes", targets: ["Notes"])"#)
+        let noneResult = try bundle(none, "--first-release")
+        #expect(noneResult.status == 1)
+        #expect(noneResult.stderr == "Error: \(none) declares no dynamic library product; add .library(name: \"MyApp\", type: .dynamic, targets: [...]) (docs/adopting.md).\n")
+        let two = try appPackage(["VERSION": "1.0.0\n"], products: #".library(name: "A", type: .dynamic, targets: ["Notes"]), .library(name: "B", type: .dynamic, targets: ["Notes"])"#)
+        let twoResult = try bundle(two, "--first-release")
+        #expect(twoResult.status == 1)
+        #expect(twoResult.stderr == "Error: \(two) declares several dynamic library products (A B); pass --product NAME.\n")
+    }
+
+    @Test(arguments: [
+        (["--supervise-grace-ms", "soon"], "Error: --supervise-grace-ms needs a whole number."),
+        (["--tries", "0"], "Error: --tries needs a whole number of at least 1."),
+        (["--check-interval"], "Error: --check-interval needs a whole number."),
+    ])
+    func settingsNeedNumbers(arguments: [String], error: String) throws {
+        let result = try runProcess(Self.repository + "/scripts/bundle", arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr.hasPrefix(error + "\nUsage: scripts/bundle"))
+    }
+
+    @Test func anAppIDThatCannotNameADirectoryIsRefused() throws {
+        let app = try appPackage(["VERSION": "1.0.0\n"])
+        let result = try bundle(app, "--product", "Notes", "--first-release", "--app-id", "../etc")
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: the app id '../etc' cannot name a directory; pass --app-id with letters, digits, dots and dashes.\n")
+    }
+
+    @Test func pinPreviousPinsAnAppsOwnRelease() throws {
+        let app = try appPackage(["VERSION": "1.0.0\n"])
+        try shell("git", "-C", app, "tag", "v1.0.0")
+        let pin = try runProcess(Self.repository + "/scripts/pin-previous", ["--package", app, "v1.0.0"])
+        #expect(pin.status == 0)
+        let sha = try shell("git", "-C", app, "rev-parse", "v1.0.0").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(pin.stdout.hasPrefix("PreviousVersion/ is pinned to \(sha) (version 1.0.0). Commit it:"))
+        #expect(try shell("git", "-C", app, "ls-files", "-s", "PreviousVersion").stdout.hasPrefix("160000 \(sha) "))
+    }
 }
