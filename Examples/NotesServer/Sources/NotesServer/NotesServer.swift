@@ -21,9 +21,13 @@ public enum NotesServer: AsyncSwitchbackApp {
             print(launch.version)
             return 0
         case nil:
+            // A usage error is the caller's, not a sign of a bad build: mark the start good
+            // so mistyped commands never count against a new build's tries.
+            launch.markGood()
             printError(usage)
             return 64
         case let command?:
+            launch.markGood()
             printError("Error: unknown command '\(command)'. \(usage)")
             return 64
         }

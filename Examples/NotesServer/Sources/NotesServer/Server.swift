@@ -21,6 +21,7 @@ enum Server {
 
     static func run(_ launch: LaunchInfo, arguments: [String]) async throws -> Int32 {
         guard let port = port(arguments) else {
+            launch.markGood()  // a usage error, not a bad build
             printError("Error: usage: serve [--port N] (N from 0 to 65535; default $PORT, else 8080)")
             return 64
         }
