@@ -52,16 +52,24 @@ enum Server {
             return EditedResponse(status: .created, response: "stored\n")
         }
 
+        let listening = Atomic(false)
         let app = Application(
             router: router,
             configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: "NotesServer"),
             onServerRunning: { channel in
                 // Listening: this start is healthy (automatic rollback stops watching it).
                 launch.markGood()
+                listening.store(true, ordering: .relaxed)
                 printFlushed("NotesServer \(launch.version) listening on \(host):\(channel.localAddress?.port ?? port)")
             }
         )
-        try await app.runService()
+        do {
+            try await app.runService()
+        } catch where !listening.load(ordering: .relaxed) {
+            // Most often the port is taken. Not marked good: the launcher counts a failed start.
+            printError("Error: NotesServer cannot listen on \(host):\(port): \(error)")
+            return 1
+        }
         printFlushed("NotesServer \(launch.version) stopped")
         return 0
     }
