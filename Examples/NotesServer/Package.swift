@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 // NotesServer: a Hummingbird 2 HTTP server shipped as a Switchback bundle. The app's code is
@@ -12,7 +12,10 @@ let package = Package(
         .executable(name: "notes-server-direct", targets: ["notes-server-direct"]),
     ],
     dependencies: [
-        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        // No default traits: they link full Foundation and ICU into the slot (12.8 MB instead of
+        // 12.0 MB stripped, and more libraries for every start to load) for features this
+        // server does not use (FullFoundation, ConfigurationSupport).
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1", traits: []),
         // Already a dependency of Hummingbird's: named here only for NIOCore's Channel, whose
         // local address gives the port the server really listens on (`--port 0`).
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),

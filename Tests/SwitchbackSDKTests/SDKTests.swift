@@ -137,6 +137,29 @@ struct SDKTests {
         #expect(report == "message=The downgrade target not a version is not a version.\n")
     }
 
+    @Test func anAppsUnitTestMakesItsOwnLaunchInfo() throws {
+        let launch = LaunchInfo(arguments: ["serve"], dataDirectory: "/tmp/notes-test", version: "2.0.0", otherVersion: "1.0.0")
+        #expect(launch.arguments == ["serve"] && launch.dataDirectory == "/tmp/notes-test")
+        #expect(launch.version == "2.0.0" && launch.otherVersion == "1.0.0" && launch.build == "dev")
+        #expect(launch.slot == nil && launch.stateDirectory == nil)
+        launch.markGood()
+    }
+
+    @Test func theAsyncDataLockWaitsForAnExclusiveHolderWithoutBlockingAThread() async throws {
+        let data = try temporaryDirectory() + "/data"
+        let launch = LaunchInfo(dataDirectory: data)
+        mkdir(data, 0o700)
+        let holder = open(data + ".lock", O_RDWR | O_CREAT, 0o600)
+        #expect(flock(holder, LOCK_EX) == 0)
+        let entered = Mutex(false)
+        let writer = Task { await launch.withDataLock { entered.withLock { $0 = true } } }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        #expect(entered.withLock { $0 } == false)
+        close(holder)
+        await writer.value
+        #expect(entered.withLock { $0 } == true)
+    }
+
     @Test func aDowngradeGivesUpWhenARunningProcessHoldsTheDataLock() throws {
         let state = try temporaryDirectory()
         Switchback.register(NotesApp.self)

@@ -34,7 +34,7 @@ struct RegisteredApp: Sendable {
     }
 
     static func failed(_ error: any Error) -> Int32 {
-        printError("Error: \(error)")
+        SDKFiles.printError("Error: \(error)")
         return 1
     }
 

@@ -12,15 +12,15 @@ final class DataLock {
     /// the lock file cannot be opened or the wait ran out (`timedOut` says which).
     init?(dataDirectory: String, exclusive: Bool, waitSeconds: Double?, timedOut: UnsafeMutablePointer<Bool>? = nil) {
         let path = dataDirectory + ".lock"
-        makeDirectory(parent(of: path))
+        SDKFiles.makeDirectory(SDKFiles.parent(of: path))
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { return nil }
         let operation = exclusive ? LOCK_EX : LOCK_SH
-        let deadline = waitSeconds.map { monotonicSeconds() + $0 }
+        let deadline = waitSeconds.map { SDKFiles.monotonicSeconds() + $0 }
         while flock(fd, operation | (deadline == nil ? 0 : LOCK_NB)) != 0 {
             let failure = errno
             if failure == EINTR { continue }
-            if failure == EWOULDBLOCK, let deadline, monotonicSeconds() < deadline {
+            if failure == EWOULDBLOCK, let deadline, SDKFiles.monotonicSeconds() < deadline {
                 usleep(10_000)
                 continue
             }
@@ -31,4 +31,15 @@ final class DataLock {
     }
 
     deinit { close(fd) }
+
+    /// Whether another process holds the lock in a way that keeps this one out (false when
+    /// the lock file cannot be opened at all: then nobody can hold it, and callers go on).
+    static func isHeldElsewhere(dataDirectory: String, exclusive: Bool) -> Bool {
+        let fd = open(dataDirectory + ".lock", O_RDWR | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        let taken = flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0
+        if taken { flock(fd, LOCK_UN) }
+        return !taken
+    }
 }

@@ -25,7 +25,7 @@ struct DataStatePublisher {
         target = other
     }
 
-    var exists: Bool { fileExists(path) }
+    var exists: Bool { SDKFiles.fileExists(path) }
 
     /// Removes the file while the data may change under it (a start that runs steps).
     func withdraw() { unlink(path) }
@@ -51,7 +51,7 @@ struct DataStatePublisher {
             "detail=\(Self.escape(detail))",
             "end=ok",
         ]
-        replaceFile(path, with: lines.joined(separator: "\n") + "\n")
+        SDKFiles.replaceFile(path, with: lines.joined(separator: "\n") + "\n")
     }
 
     static func describe(_ planned: DowngradePlan) -> (String, String) {

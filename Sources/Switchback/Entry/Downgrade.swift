@@ -24,7 +24,7 @@ struct Downgrade {
     /// How long the downgrade waits for running writers to release the data lock.
     static let lockWaitSeconds = 10.0
 
-    func report(_ line: String) { printError(line, to: reportFD) }
+    func report(_ line: String) { SDKFiles.printError(line, to: reportFD) }
 
     func run(target: String?, force: Bool, context: UnsafePointer<SwitchbackContext>?) -> Int32 {
         let launch = LaunchInfo(arguments: [], context: context)
@@ -45,7 +45,7 @@ struct Downgrade {
             return SWITCHBACK_DOWNGRADE_FAILED
         }
         let startup = DataStartup(launch: launch, app: app)
-        makeDirectory(launch.dataDirectory)
+        SDKFiles.makeDirectory(launch.dataDirectory)
         let migrator: Migrator
         do { migrator = try startup.migrator() } catch {
             report("message=the app's migrations could not be registered: \(error)")

@@ -5,7 +5,7 @@ enum Runner {
     static func run(arguments: [String], context: UnsafePointer<SwitchbackContext>?) -> Int32 {
         var launch = LaunchInfo(arguments: arguments, context: context)
         guard let app = RegisteredApp.current else {
-            printError(missingRegistration)
+            SDKFiles.printError(missingRegistration)
             return 70
         }
         // Held until the process exits: a downgrade waits for this run to finish.
@@ -15,7 +15,7 @@ enum Runner {
         do {
             (launch.versionChange, launch.migrationReport) = try DataStartup(launch: launch, app: app).run()
         } catch {
-            printError("Error: the app (version \(launch.version)) could not prepare its data in \(launch.dataDirectory): \(error)")
+            SDKFiles.printError("Error: the app (version \(launch.version)) could not prepare its data in \(launch.dataDirectory): \(error)")
             return 1
         }
         return app.run(launch)

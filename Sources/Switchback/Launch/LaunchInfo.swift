@@ -16,18 +16,18 @@ public struct LaunchInfo: Sendable {
     /// The slot running; nil when not under the launcher.
     public let slot: Slot?
     /// This build's version, stamped by the bundle command (`0.0.0-dev` in a plain build).
-    public let version: String
+    public private(set) var version: String
     /// This build's build id: the app repository's commit the bundle command stamped
     /// (`dev` in a plain build).
     public let build: String
     /// The other slot's version; nil when not under the launcher.
-    public let otherVersion: String?
+    public private(set) var otherVersion: String?
     /// The launcher's state directory (absolute); nil when not under the launcher.
     public let stateDirectory: String?
     /// Where the app keeps its data: `$SWITCHBACK_DATA_DIR` if set, else `data` in the
     /// state directory, else `.switchback/data` in the working directory (development).
     /// AppVersions keeps its ledger beside it, in `<dataDirectory>.versions`.
-    public let dataDirectory: String
+    public private(set) var dataDirectory: String
     /// The app's arguments: the launcher's, without the program name.
     public let arguments: [String]
     /// How this version relates to the last one that ran here (installed, upgraded from
@@ -52,10 +52,35 @@ public struct LaunchInfo: Sendable {
     /// rollback's downgrade, which holds it exclusively, never converts the data while
     /// `body` runs. Waits for the lock; runs `body` without it if the lock file cannot be
     /// opened (say, a read-only data directory), since a lock is no reason to refuse service.
-    public func withDataLock<T, E: Error>(exclusive: Bool = false, _ body: () throws(E) -> T) throws(E) -> T {
+    /// In async code the async form of this method is chosen: it does not block a thread.
+    @_disfavoredOverload
+    public func withDataLock<T>(exclusive: Bool = false, _ body: () throws -> T) rethrows -> T {
         let lock = DataLock(dataDirectory: dataDirectory, exclusive: exclusive, waitSeconds: nil)
         defer { withExtendedLifetime(lock) {} }
         return try body()
+    }
+
+    /// Runs `body` holding the data lock, like the synchronous form, but waits for the lock
+    /// without blocking a thread of the concurrency pool (it polls every 5 ms): for an async
+    /// server whose handlers write the data.
+    public func withDataLock<T>(exclusive: Bool = false, _ body: () async throws -> T) async rethrows -> T {
+        var lock = DataLock(dataDirectory: dataDirectory, exclusive: exclusive, waitSeconds: 0)
+        while lock == nil && DataLock.isHeldElsewhere(dataDirectory: dataDirectory, exclusive: exclusive) {
+            try? await Task.sleep(nanoseconds: 5_000_000)
+            lock = DataLock(dataDirectory: dataDirectory, exclusive: exclusive, waitSeconds: 0)
+        }
+        defer { withExtendedLifetime(lock) {} }
+        return try await body()
+    }
+
+    /// A launch without the launcher, for an app's unit tests (its migrations, its handlers):
+    /// no slot, no state directory, this build's stamped version unless `version` is given,
+    /// and the data in `dataDirectory`.
+    public init(arguments: [String] = [], dataDirectory: String, version: String? = nil, otherVersion: String? = nil) {
+        self.init(arguments: arguments, context: nil)
+        self.dataDirectory = dataDirectory
+        if let version { self.version = version }
+        self.otherVersion = otherVersion
     }
 
     init(arguments: [String], context: UnsafePointer<SwitchbackContext>?) {
@@ -77,7 +102,7 @@ public struct LaunchInfo: Sendable {
         } else if let stateDirectory {
             dataDirectory = stateDirectory + "/data"
         } else {
-            dataDirectory = currentDirectory() + "/.switchback/data"
+            dataDirectory = SDKFiles.currentDirectory() + "/.switchback/data"
         }
     }
 }
@@ -101,10 +126,4 @@ final class LauncherLink: Sendable {
             }
         }
     }
-}
-
-func currentDirectory() -> String {
-    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    guard getcwd(&buffer, buffer.count) != nil else { return "." }
-    return String(cString: buffer)
 }

@@ -36,15 +36,16 @@ enum Server {
         router.get("/") { _, _ in greeting }
         router.get("/version") { _, _ in launch.version + "\n" }
         router.get("/notes") { _, _ in
-            launch.withDataLock { store.list() }.map { $0 + "\n" }.joined()
+            await launch.withDataLock { store.list() }.map { $0 + "\n" }.joined()
         }
         router.post("/notes") { request, _ -> EditedResponse<String> in
             var text = String(buffer: try await request.body.collect(upTo: maxNoteBytes))
             while text.last?.isNewline == true { text.removeLast() }
             guard !text.isEmpty else { throw HTTPError(.badRequest, message: "Send the note as the request's body.") }
             do {
-                try writes.withLock { _ throws(NotesError) in
-                    try launch.withDataLock { () throws(NotesError) in try store.add(text) }
+                // The async form waits for the lock without blocking a thread of the pool.
+                try await launch.withDataLock {
+                    try writes.withLock { _ throws(NotesError) in try store.add(text) }
                 }
             } catch {
                 throw HTTPError(.serviceUnavailable, message: "\(error)")
