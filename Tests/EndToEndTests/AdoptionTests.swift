@@ -9,14 +9,15 @@ import Glibc
 /// documented routine, bundled with `swift run switchback-bundle`, then the bundles run as an
 /// operator runs them, checked over loopback HTTP:
 ///
-/// 1. the new release (1.1.0) answers;
-/// 2. `rollbackctl rollback`: the next start answers as 1.0.0 ...
-/// 5. ... and lists the note 1.1.0 stored in its own format (the migration's revert ran), in
-///    both directions of a rollback, a roll-forward and a rollback again;
-/// 3. supervised, a live switch: `rollbackctl rollback` while the supervisor runs the server,
-///    and the same port answers as 1.0.0, then `rollforward`, as 1.1.0 again;
-/// 4. a 1.1.0 that crashes before it marks itself good: after 3 starts the next one serves
-///    as 1.0.0, with the launcher alone and under the supervisor.
+/// - the new release (1.1.0) answers, and stores a note in its own format (2);
+/// - `rollbackctl rollback`: the next start answers as the old release (1.0.0) and lists the
+///   note (the migration's revert ran); a roll-forward migrates again and a second rollback
+///   still has every note;
+/// - supervised (a bundle built with `--supervise`), a live switch: `rollbackctl rollback`
+///   while the supervisor runs the server, and the same port answers as 1.0.0, then
+///   `rollforward`, as 1.1.0 again;
+/// - a 1.1.0 that crashes before it marks itself good: after 3 crashing starts the next one
+///   serves as 1.0.0, with the launcher alone and under the supervisor.
 ///
 /// The app's sources are Tests/Fixtures/AdoptedApp (its README says what each file is for).
 /// Everything it builds stays in a temporary directory (its own `.build` and
