@@ -29,6 +29,11 @@ func spawn(_ executable: String, _ arguments: [String], environment: [String: St
     defer { posix_spawn_file_actions_destroy(&actions) }
     posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
     redirect(&actions)
+    // Nothing but 0, 1 and 2 reaches the child: a descriptor the test process did not open
+    // close-on-exec (swift test's own output pipe among them) would otherwise outlive the
+    // test in whatever the child leaves behind (a crashed app's swift-backtrace, which can
+    // sleep for ever), and swift test would wait for that pipe's end for ever.
+    _ = posix_spawn_file_actions_addclosefrom_np(&actions, 3)
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
@@ -52,6 +57,9 @@ func spawn(_ executable: String, _ arguments: [String], environment: [String: St
 /// pipe2(2), which the Glibc module does not export: both ends close-on-exec from birth, so
 /// a child another test thread spawns at the same moment cannot inherit a write end (and
 /// keep this pipe from ever reaching end-of-file).
+@_silgen_name("posix_spawn_file_actions_addclosefrom_np")
+private func posix_spawn_file_actions_addclosefrom_np(_ actions: UnsafeMutablePointer<posix_spawn_file_actions_t>, _ from: Int32) -> Int32
+
 @_silgen_name("pipe2") private func pipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
 
 /// Runs a process to completion (killing it after a generous deadline) and captures both
