@@ -19,9 +19,9 @@ struct SDKTests {
 
     @Test func aSyncAppGetsItsArgumentsAndReturnsItsExitCode() throws {
         let data = try temporaryDirectory()
-        try withDataDirectory(data) {
+        do {
             Switchback.register(EchoApp.self)
-            #expect(Runner.run(arguments: ["exit", "7"], context: nil) == 7)
+            #expect(Runner.run(arguments: ["exit", "7"], context: nil, dataDirectory: data) == 7)
             let launch = try #require(EchoApp.last.withLock { $0 })
             #expect(launch.arguments == ["exit", "7"])
             #expect(launch.slot == nil && !launch.isUnderLauncher)
@@ -32,18 +32,24 @@ struct SDKTests {
     }
 
     @Test func anAsyncAppRunsOnSwiftConcurrencyAndAThrownErrorExits1() throws {
-        try withDataDirectory(try temporaryDirectory()) {
+        let data = try temporaryDirectory()
+        do {
             Switchback.register(AsyncApp.self)
-            #expect(Runner.run(arguments: ["42"], context: nil) == 42)
-            let (code, stderr) = try capturingStandardError { Runner.run(arguments: ["throw"], context: nil) }
+            #expect(Runner.run(arguments: ["42"], context: nil, dataDirectory: data) == 42)
+            let (code, stderr) = try capturingStandardError { Runner.run(arguments: ["throw"], context: nil, dataDirectory: data) }
             #expect(code == 1)
             #expect(stderr == "Error: the async app failed on purpose\n")
         }
     }
 
+    @Test func theDataDirectoryIsTheOverrideThenTheStateDirectorysThenTheWorkingDirectorys() {
+        #expect(LaunchInfo.dataDirectory(override: "/srv/notes", stateDirectory: "/var/lib/x") == "/srv/notes")
+        #expect(LaunchInfo.dataDirectory(override: "", stateDirectory: "/var/lib/x") == "/var/lib/x/data")
+        #expect(LaunchInfo.dataDirectory(override: nil, stateDirectory: nil) == FileManager.default.currentDirectoryPath + "/.switchback/data")
+    }
+
     @Test func underTheLauncherTheContextNamesSlotVersionsAndStateDirectory() throws {
         let state = try temporaryDirectory()
-        unsetenv("SWITCHBACK_DATA_DIR")
         Switchback.register(EchoApp.self)
         let code = FakeLauncher(stateDirectory: state, slot: .previous).withContext { Runner.run(arguments: [], context: $0) }
         #expect(code == 0)
@@ -79,7 +85,6 @@ struct SDKTests {
 
     @Test func migrationsRunOnceBeforeMainAndTheChangeIsReported() throws {
         let state = try temporaryDirectory()
-        unsetenv("SWITCHBACK_DATA_DIR")
         Switchback.register(NotesApp.self)
         let launcher = FakeLauncher(stateDirectory: state, slot: .current)
         #expect(launcher.withContext { Runner.run(arguments: [], context: $0) } == 0)
@@ -95,18 +100,17 @@ struct SDKTests {
 
     @Test func aRunThatHoldsTheDataLockKeepsADowngradeWaiting() throws {
         let data = try temporaryDirectory()
-        try withDataDirectory(data) {
+        do {
             Switchback.register(LockProbeApp.self)
-            #expect(Runner.run(arguments: ["hold"], context: nil) == 0)
+            #expect(Runner.run(arguments: ["hold"], context: nil, dataDirectory: data) == 0)
             #expect(LockProbeApp.exclusiveWasFree.withLock { $0 } == false)
-            #expect(Runner.run(arguments: [], context: nil) == 0)
+            #expect(Runner.run(arguments: [], context: nil, dataDirectory: data) == 0)
             #expect(LockProbeApp.exclusiveWasFree.withLock { $0 } == true)
         }
     }
 
     @Test func theDowngradeEntryPointRevertsAndReportsEachStep() throws {
         let state = try temporaryDirectory()
-        unsetenv("SWITCHBACK_DATA_DIR")
         Switchback.register(NotesApp.self)
         let launcher = FakeLauncher(stateDirectory: state, slot: .current)
         let store = state + "/data/store"
@@ -264,19 +268,13 @@ func temporaryDirectory() throws -> String {
     return String(cString: path)
 }
 
-func withDataDirectory<T>(_ path: String, _ body: () throws -> T) throws -> T {
-    setenv("SWITCHBACK_DATA_DIR", path, 1)
-    defer { unsetenv("SWITCHBACK_DATA_DIR") }
-    return try body()
-}
-
-/// Runs `body` with stderr sent to a file, and returns what it wrote there.
+/// Runs `body` with the SDK's error output sent to a file, and returns what it wrote there
+/// (the test process's own stderr is left alone: other tests print to it meanwhile).
 func capturingStandardError<T>(_ body: () throws -> T) throws -> (T, String) {
     let path = try temporaryDirectory() + "/stderr"
     let file = open(path, O_RDWR | O_CREAT | O_TRUNC, 0o600)
-    let saved = dup(2)
-    dup2(file, 2)
-    defer { dup2(saved, 2); close(saved); close(file) }
+    SDKFiles.standardError.withLock { $0 = file }
+    defer { SDKFiles.standardError.withLock { $0 = 2 }; close(file) }
     let result = try body()
     return (result, try String(contentsOfFile: path, encoding: .utf8))
 }

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Synchronization
 
 /// The SDK's small file operations, in one namespace, so an app's own helpers keep their
 /// names even under `@testable import Switchback`.
@@ -37,10 +38,15 @@ enum SDKFiles {
         return true
     }
 
+    /// Where `printError` writes by default: stderr (the SDK's tests point it elsewhere
+    /// rather than redirect the test process's own stderr).
+    static let standardError = Mutex<Int32>(2)
+
     /// Writes one line to a descriptor (stderr by default).
-    static func printError(_ line: String, to fd: Int32 = 2) {
+    static func printError(_ line: String, to fd: Int32? = nil) {
         var text = line + "\n"
-        _ = text.withUTF8 { write(fd, $0.baseAddress, $0.count) }
+        let target = fd ?? standardError.withLock { $0 }
+        _ = text.withUTF8 { write(target, $0.baseAddress, $0.count) }
     }
 
     static func monotonicSeconds() -> Double {

@@ -2,8 +2,11 @@ import SwitchbackContract
 
 /// One run of the registered app: arguments and context in, exit code out.
 enum Runner {
-    static func run(arguments: [String], context: UnsafePointer<SwitchbackContext>?) -> Int32 {
+    /// `dataDirectory` replaces the convention's answer (the SDK's tests, which must not set
+    /// the process's environment under other tests' feet).
+    static func run(arguments: [String], context: UnsafePointer<SwitchbackContext>?, dataDirectory: String? = nil) -> Int32 {
         var launch = LaunchInfo(arguments: arguments, context: context)
+        if let dataDirectory { launch.dataDirectory = dataDirectory }
         guard let app = RegisteredApp.current else {
             SDKFiles.printError(missingRegistration)
             return 70

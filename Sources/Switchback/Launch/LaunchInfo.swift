@@ -27,7 +27,7 @@ public struct LaunchInfo: Sendable {
     /// Where the app keeps its data: `$SWITCHBACK_DATA_DIR` if set, else `data` in the
     /// state directory, else `.switchback/data` in the working directory (development).
     /// AppVersions keeps its ledger beside it, in `<dataDirectory>.versions`.
-    public private(set) var dataDirectory: String
+    public internal(set) var dataDirectory: String
     /// The app's arguments: the launcher's, without the program name.
     public let arguments: [String]
     /// How this version relates to the last one that ran here (installed, upgraded from
@@ -83,6 +83,14 @@ public struct LaunchInfo: Sendable {
         self.otherVersion = otherVersion
     }
 
+    /// The data directory convention: `$SWITCHBACK_DATA_DIR` (`override`) if set and not
+    /// empty, else `data` in the state directory, else `.switchback/data` in the working directory.
+    static func dataDirectory(override: String?, stateDirectory: String?) -> String {
+        if let override, !override.isEmpty { return override }
+        if let stateDirectory { return stateDirectory + "/data" }
+        return SDKFiles.currentDirectory() + "/.switchback/data"
+    }
+
     init(arguments: [String], context: UnsafePointer<SwitchbackContext>?) {
         self.arguments = arguments
         version = String(cString: switchback_app_version())
@@ -97,13 +105,8 @@ public struct LaunchInfo: Sendable {
             stateDirectory = nil
             otherVersion = nil
         }
-        if let value = getenv("SWITCHBACK_DATA_DIR"), value.pointee != 0 {
-            dataDirectory = String(cString: value)
-        } else if let stateDirectory {
-            dataDirectory = stateDirectory + "/data"
-        } else {
-            dataDirectory = SDKFiles.currentDirectory() + "/.switchback/data"
-        }
+        let override = getenv("SWITCHBACK_DATA_DIR").map { String(cString: $0) }
+        dataDirectory = Self.dataDirectory(override: override, stateDirectory: stateDirectory)
     }
 }
 
