@@ -3,7 +3,7 @@
 as a plain executable, the two sides alternated run by run in one process.
 
     first-response.py --runs N --target-ratio X --target-added-ms Y \
-        --a NAME 'COMMAND {port}' --b NAME 'COMMAND {port}'
+        --a NAME '[VAR=value ...] COMMAND {port}' --b NAME '[VAR=value ...] COMMAND {port}'
 
 Each iteration starts side A and side B once (the order swapped every iteration), each on a
 fresh loopback port: the clock starts just before the process is spawned and stops when a
@@ -35,8 +35,13 @@ def first_ok(port, deadline):
 def run_once(command):
     port = free_port()
     args = shlex.split(command.format(port=port))
+    # Leading NAME=value words set the environment of this side only, as in a shell.
+    env = dict(os.environ)
+    while args and "=" in args[0] and not args[0].startswith("/"):
+        name, value = args.pop(0).split("=", 1)
+        env[name] = value
     start = time.perf_counter()
-    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
     ready = first_ok(port, start + 60)
     process.send_signal(signal.SIGTERM)
     try:
