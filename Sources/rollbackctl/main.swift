@@ -1,5 +1,7 @@
 // rollbackctl: the operator's command line. Parses, calls, prints, exits.
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import RollbackCtlKit
 
 exit(RollbackCtl.main(Array(CommandLine.arguments.dropFirst())))

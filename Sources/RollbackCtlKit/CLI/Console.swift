@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Where a command's output goes: stdout for results, stderr for warnings and errors.
 public struct Console: Sendable {
@@ -8,7 +10,10 @@ public struct Console: Sendable {
     /// The process's stdout and stderr.
     public static let standard = Console(
         writeOut: { line in print(line) },
-        writeError: { line in FileHandle.standardError.write(Data((line + "\n").utf8)) })
+        writeError: { line in
+            var text = line + "\n"
+            _ = text.withUTF8 { write(2, $0.baseAddress, $0.count) }
+        })
 
     /// Discards everything (a background job's console).
     package static let silent = Console(writeOut: { _ in }, writeError: { _ in })

@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import SwitchbackCore
 
 /// The bundle and state directory a command works on.

@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import SwitchbackCore
 
 /// `history`: every switch and fallback, oldest first.
@@ -13,7 +15,7 @@ struct HistoryCommand {
         if json {
             console.out(JSON.render(events.map { event -> [String: Any] in
                 ["time": formatRFC3339(event.time), "kind": event.kind.rawValue, "from": event.from.rawValue,
-                 "to": event.to.rawValue, "source": event.source.rawValue, "reason": event.reason ?? NSNull()]
+                 "to": event.to.rawValue, "source": event.source.rawValue, "reason": event.reason ?? JSON.null]
             }))
         } else if events.isEmpty {
             console.out("No switches yet.")

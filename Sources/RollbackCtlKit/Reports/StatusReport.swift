@@ -1,4 +1,6 @@
-import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
 import SwitchbackContract
 import SwitchbackCore
 
@@ -151,18 +153,18 @@ struct StatusReport {
     }
 
     var dataJSON: [String: Any] {
-        var object: [String: Any] = ["published": data != nil, "ignored": dataIgnored ?? NSNull(),
-                                     "managed": currentManagesData.map { $0 as Any } ?? NSNull()]
-        object["reader_floor"] = data?.readerFloor ?? NSNull()
-        object["published_by"] = data?.publishedBy ?? NSNull()
-        object["published_at"] = data?.publishedAt.map(formatRFC3339) ?? NSNull()
+        var object: [String: Any] = ["published": data != nil, "ignored": dataIgnored ?? JSON.null,
+                                     "managed": currentManagesData.map { $0 as Any } ?? JSON.null]
+        object["reader_floor"] = data?.readerFloor ?? JSON.null
+        object["published_by"] = data?.publishedBy ?? JSON.null
+        object["published_at"] = data?.publishedAt.map(formatRFC3339) ?? JSON.null
         object["rollback_to"] = data?.rollbackTo ?? previousVersion
-        object["rollback_plan"] = data?.plan.rawValue ?? NSNull()
-        object["rollback_data_safe"] = data.map { $0.isRollbackDataSafe as Any } ?? NSNull()
-        object["detail"] = data?.detail ?? NSNull()
+        object["rollback_plan"] = data?.plan.rawValue ?? JSON.null
+        object["rollback_data_safe"] = data.map { $0.isRollbackDataSafe as Any } ?? JSON.null
+        object["detail"] = data?.detail ?? JSON.null
         object["last_archive"] = lastArchive.map { event -> [String: Any] in
-            ["time": formatRFC3339(event.time), "kind": event.kind.rawValue, "reason": event.reason ?? NSNull()]
-        } ?? NSNull()
+            ["time": formatRFC3339(event.time), "kind": event.kind.rawValue, "reason": event.reason ?? JSON.null]
+        } ?? JSON.null
         return object
     }
 
@@ -185,18 +187,18 @@ struct StatusReport {
     }
 
     var remoteJSON: Any {
-        guard remoteSettings.url != nil || remote != nil || remoteProblem != nil else { return NSNull() }
+        guard remoteSettings.url != nil || remote != nil || remoteProblem != nil else { return JSON.null }
         let record = remote ?? RemoteRecord()
         var object: [String: Any] = ["interval_s": Int(remoteSettings.intervalSeconds)]
-        object["url"] = record.url ?? remoteSettings.url ?? NSNull()
-        object["last_attempt_at"] = record.lastAttemptAt.map(formatRFC3339) ?? NSNull()
-        object["last_success_at"] = record.lastSuccessAt.map(formatRFC3339) ?? NSNull()
-        object["outcome"] = record.outcome ?? NSNull()
-        object["code"] = record.code ?? NSNull()
-        object["reason"] = record.reason ?? NSNull()
-        let serial: Any = record.acceptedSerial.map { NSNumber(value: $0) } ?? NSNull()
+        object["url"] = record.url ?? remoteSettings.url ?? JSON.null
+        object["last_attempt_at"] = record.lastAttemptAt.map(formatRFC3339) ?? JSON.null
+        object["last_success_at"] = record.lastSuccessAt.map(formatRFC3339) ?? JSON.null
+        object["outcome"] = record.outcome ?? JSON.null
+        object["code"] = record.code ?? JSON.null
+        object["reason"] = record.reason ?? JSON.null
+        let serial: Any = record.acceptedSerial.map { $0 as Any } ?? JSON.null
         object["accepted_serial"] = serial
-        object["record_problem"] = remoteProblem ?? NSNull()
+        object["record_problem"] = remoteProblem ?? JSON.null
         return object
     }
 
@@ -210,7 +212,7 @@ struct StatusReport {
             guard let (record, problem) = slots[slot] else { continue }
             let build = record.build.isEmpty ? "" : " build \(record.build)"
             let verdict = health[slot].map { ", \($0.summary)" } ?? ""
-            lines.append("\(slot.rawValue.padding(toLength: 9, withPad: " ", startingAt: 0)) \(record.version)\(build): \(problem ?? "ok")\(verdict)")
+            lines.append("\(slot.rawValue + String(repeating: " ", count: max(0, 9 - slot.rawValue.count))) \(record.version)\(build): \(problem ?? "ok")\(verdict)")
         }
         if isFirstRelease {
             lines.append("Previous slot: the same build as the current one (a first release): rollbacks are refused until the next release pins this one.")
@@ -231,10 +233,10 @@ struct StatusReport {
 
     static func json(_ health: SlotHealth) -> [String: Any] {
         var object: [String: Any] = [
-            "marked_by": health.markedBy?.rawValue ?? NSNull(),
+            "marked_by": health.markedBy?.rawValue ?? JSON.null,
             "failed_starts": health.failedStarts,
-            "note": health.note ?? NSNull(),
-            "last_good_at": health.lastGoodAt.map(formatRFC3339) ?? NSNull(),
+            "note": health.note ?? JSON.null,
+            "last_good_at": health.lastGoodAt.map(formatRFC3339) ?? JSON.null,
             "summary": health.summary,
         ]
         switch health.verdict {
@@ -250,8 +252,8 @@ struct StatusReport {
         for (slot, entry) in slots {
             slotObjects[slot.rawValue] = [
                 "version": entry.record.version, "build": entry.record.build, "abi": entry.record.abiStamp,
-                "sha256": entry.record.sha256, "ok": entry.problem == nil, "problem": entry.problem ?? NSNull(),
-                "health": health[slot].map(Self.json) ?? NSNull(),
+                "sha256": entry.record.sha256, "ok": entry.problem == nil, "problem": entry.problem ?? JSON.null,
+                "health": health[slot].map(Self.json) ?? JSON.null,
             ] as [String: Any]
         }
         return [
@@ -259,28 +261,28 @@ struct StatusReport {
             "active_slot": activeSlot.rawValue,
             "rollback": state.rollback,
             "source": state.source.rawValue,
-            "reason": state.reason ?? NSNull(),
-            "changed_at": state.changedAt.map(formatRFC3339) ?? NSNull(),
+            "reason": state.reason ?? JSON.null,
+            "changed_at": state.changedAt.map(formatRFC3339) ?? JSON.null,
             "explanation": sentence,
-            "warning": warning ?? NSNull(),
-            "write_problem": writeProblem ?? NSNull(),
+            "warning": warning ?? JSON.null,
+            "write_problem": writeProblem ?? JSON.null,
             "pending_switch": pendingSwitch,
             "first_release": isFirstRelease,
-            "from_build": state.fromBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? NSNull(),
-            "to_build": state.toBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? NSNull(),
-            "state_problem": stateProblem ?? NSNull(),
+            "from_build": state.fromBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? JSON.null,
+            "to_build": state.toBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? JSON.null,
+            "state_problem": stateProblem ?? JSON.null,
             "slots": slotObjects,
             "state_directory": stateDirectory,
             "supervisor": supervisor.map { record -> [String: Any] in
                 [
                     "pid": record.pid,
                     "started_at": formatRFC3339(record.startedAt),
-                    "child_pid": record.childPID.map { $0 as Any } ?? NSNull(),
-                    "child_slot": record.childSlot?.rawValue ?? NSNull(),
-                    "child_uptime_s": record.childStartedAt.map { currentUnixTime() - $0 } ?? NSNull(),
+                    "child_pid": record.childPID.map { $0 as Any } ?? JSON.null,
+                    "child_slot": record.childSlot?.rawValue ?? JSON.null,
+                    "child_uptime_s": record.childStartedAt.map { currentUnixTime() - $0 } ?? JSON.null,
                     "restarts": record.restarts,
                 ]
-            } ?? NSNull(),
+            } ?? JSON.null,
             "bundle": bundleRoot,
             "remote": remoteJSON,
             "data": dataJSON,
