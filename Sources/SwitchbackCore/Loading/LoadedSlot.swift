@@ -16,17 +16,21 @@ public struct LoadedSlot: @unchecked Sendable {
     /// `.slotSymbolMissing` or `.slotABIMismatch` must not load another build into this
     /// process: it re-executes instead.
     ///
-    /// `dependencies` (the libraries the slot links, from the manifest) are loaded first
-    /// with RTLD_LAZY, so that opening the slot binds the symbols *the slot* uses, not every
-    /// symbol of FoundationEssentials and the rest (that alone costs about 1 ms per start);
-    /// only those the verifier checked (`verified.libraries`) are opened. The slot itself is
-    /// opened with RTLD_NOW — every symbol it uses bound before any of its code runs — unless
-    /// `bindLazily`, which the launcher passes only for a file that was already opened with
-    /// RTLD_NOW against exactly these libraries (same fingerprints).
+    /// The slot itself is opened with RTLD_NOW — every symbol it uses bound before any of its
+    /// code runs — unless `bindLazily`, which the launcher passes only for a file that was
+    /// already opened with RTLD_NOW against exactly these libraries (same fingerprints: the
+    /// files the strict-mode walk checked). Before an RTLD_NOW open, `dependencies` (the
+    /// libraries the slot links, from the manifest) are loaded first with RTLD_LAZY, so that
+    /// the open binds the symbols *the slot* uses, not every symbol of FoundationEssentials
+    /// and the rest (that alone costs about 1 ms); only those the verifier checked
+    /// (`verified.libraries`) are opened. A lazy open needs no preloading: the dynamic
+    /// loader maps the same libraries within it, without a `dlopen` call for each.
     public static func load(_ slot: BuildSlot, verified: SlotVerifier.Verified, dependencies: [String] = [],
                             bindLazily: Bool = false) throws(SwitchbackError) -> LoadedSlot {
-        for dependency in dependencies where verified.libraries.contains(dependency) {
-            _ = dlopen(dependency, RTLD_LAZY | RTLD_NODELETE)
+        if !bindLazily {
+            for dependency in dependencies where verified.libraries.contains(dependency) {
+                _ = dlopen(dependency, RTLD_LAZY | RTLD_NODELETE)
+            }
         }
         return try map(slot, path: verified.path, bindLazily: bindLazily) { () throws(SwitchbackError) in
             try DynamicLibrary.open(descriptor: verified.file.descriptor, path: verified.path, lazily: bindLazily)

@@ -24,17 +24,18 @@ public enum FileSystem {
 
     /// Reads `fd` (a file or a pipe) to its end; `path` names it in errors.
     public static func readToEnd(_ fd: Int32, path: String, limit: Int = 16 << 20) throws(SwitchbackError) -> [UInt8] {
+        // The chunk is a temporary allocation, never zero-filled (the launcher reads its small
+        // files at every start).
         var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16 << 10)
-        while true {
-            let (count, readError) = chunk.withUnsafeMutableBytes { buffer in
-                retryingInterrupts { Glibc.read(fd, buffer.baseAddress, buffer.count) }
-            }
-            if count < 0 { throw .system("Reading", path: path, errno: readError) }
-            if count == 0 { return bytes }
-            bytes.append(contentsOf: chunk[0..<count])
-            if bytes.count > limit {
-                throw SwitchbackError(.ioFailure, "\(path) is larger than \(limit) bytes; it is not a file Switchback wrote.", path: path)
+        return try withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 16 << 10) { (chunk) throws(SwitchbackError) -> [UInt8] in
+            while true {
+                let (count, readError) = retryingInterrupts { Glibc.read(fd, chunk.baseAddress, chunk.count) }
+                if count < 0 { throw .system("Reading", path: path, errno: readError) }
+                if count == 0 { return bytes }
+                bytes.append(contentsOf: UnsafeBufferPointer(rebasing: chunk[0..<count]))
+                if bytes.count > limit {
+                    throw SwitchbackError(.ioFailure, "\(path) is larger than \(limit) bytes; it is not a file Switchback wrote.", path: path)
+                }
             }
         }
     }

@@ -25,23 +25,33 @@ public struct KeyValueText: Sendable, Equatable {
     /// without `=`, or an empty key. Works on bytes, not Characters: the launcher parses
     /// the manifest and the state at every start.
     public static func parse(_ bytes: [UInt8], describing what: String) throws(SwitchbackError) -> KeyValueText {
-        // One decode of the whole file (the stdlib's fast path for contiguous UTF-8); a
-        // replacement character means the bytes were not UTF-8.
-        let text = String(decoding: bytes, as: UTF8.self)
-        if text.utf8.count != bytes.count || text.unicodeScalars.contains("\u{FFFD}") {
+        // One validation of the whole file, then lines cut from the bytes and decoded from
+        // valid UTF-8 (the stdlib's fast path): the launcher parses the manifest and the state
+        // at every start.
+        guard String(validating: bytes, as: UTF8.self) != nil else {
             throw SwitchbackError(.stateInvalid, "\(what) is not UTF-8 text.")
         }
         var result = KeyValueText()
+        result.pairs.reserveCapacity(32)
         var lineNumber = 0
-        for line in text.utf8.split(separator: 0x0A, omittingEmptySubsequences: false) {
-            lineNumber += 1
-            guard let first = line.first, first != 0x23 else { continue }  // empty or "#"
-            guard let equals = line.firstIndex(of: 0x3D), equals != line.startIndex else {
-                throw SwitchbackError(.stateInvalid, "\(what) has a malformed line \(lineNumber).")
+        try bytes.withUnsafeBufferPointer { (all) throws(SwitchbackError) in
+            var start = 0
+            while start <= all.count {
+                var end = start
+                while end < all.count, all[end] != 0x0A { end += 1 }
+                lineNumber += 1
+                defer { start = end + 1 }
+                guard start < end, all[start] != 0x23 else { continue }  // empty or "#"
+                var equals = start
+                while equals < end, all[equals] != 0x3D { equals += 1 }
+                guard equals < end, equals != start else {
+                    throw SwitchbackError(.stateInvalid, "\(what) has a malformed line \(lineNumber).")
+                }
+                let key = String(decoding: UnsafeBufferPointer(rebasing: all[start..<equals]), as: UTF8.self)
+                let valueBytes = UnsafeBufferPointer(rebasing: all[(equals + 1)..<end])
+                let raw = String(decoding: valueBytes, as: UTF8.self)
+                result.append(key, valueBytes.contains(0x5C) ? unescape(raw) : raw)
             }
-            let key = String(Substring(line[line.startIndex..<equals]))
-            let raw = String(Substring(line[line.index(after: equals)...]))
-            result.append(key, raw.utf8.contains(0x5C) ? unescape(raw) : raw)
         }
         return result
     }
