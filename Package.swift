@@ -68,7 +68,7 @@ let package = Package(
         // The same app linked directly into an executable: the benchmark's baseline.
         .executableTarget(name: "appcore-direct", dependencies: ["AppCore", "Switchback"]),
         .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore"]),
-        .testTarget(name: "SwitchbackSDKTests", dependencies: ["Switchback"]),
+        .testTarget(name: "SwitchbackSDKTests", dependencies: ["Switchback", "SwitchbackCore"]),
         // Fuzzing (docs/fuzzing.md): one target per parser in a library the tests also run over
         // the kept regressions, and an executable that is libFuzzer's harness when scripts/fuzz
         // builds it with -sanitize=fuzzer -DSWITCHBACK_LIBFUZZER, and a replayer otherwise.

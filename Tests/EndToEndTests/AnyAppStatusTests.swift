@@ -78,4 +78,18 @@ import Testing
         let t = try TestBundle()
         #expect(try t.manifestValue("current.downgrade") == "true")
     }
+
+    /// rollbackctl renders JSON itself (it links no Foundation): what any reason holds comes
+    /// back whole through a standard parser.
+    @Test func statusAndHistoryJSONCarryAnyReasonWhole() throws {
+        let t = try TestBundle()
+        let reason = "\"quoted\" back\\slash\ttab /slash ünïcode \u{1}control"
+        #expect(try t.rollbackctl("rollback", "--reason", reason).status == 0)
+        let status = try t.status()
+        #expect(status["reason"] as? String == reason)
+        #expect(status["rollback"] as? Bool == true)
+        #expect((status["from_build"] as? [String: Any])?["version"] as? String == t.currentVersion)
+        let last = try #require(try t.history().last)
+        #expect(last["reason"] as? String == reason)
+    }
 }

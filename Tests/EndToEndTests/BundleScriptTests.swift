@@ -145,4 +145,43 @@ import Testing
         #expect(pin.stdout.hasPrefix("PreviousVersion/ is pinned to \(sha) (version 1.0.0). Commit it:"))
         #expect(try shell("git", "-C", app, "ls-files", "-s", "PreviousVersion").stdout.hasPrefix("160000 \(sha) "))
     }
+
+    @Test func aRelativePackageThatIsNotOneIsNamedInFull() throws {
+        let directory = try makeTemporaryDirectory()
+        let result = try runProcess("/bin/sh", ["-c", "cd \(directory) && \(Self.repository)/scripts/bundle --package ."])
+        #expect(result.status == 1)
+        #expect(result.stderr == "Error: \(directory) has no Package.swift; run the bundle command in the app's package (or pass --package DIR).\n")
+    }
+
+    @Test func anAppThatDoesNotCompileIsReportedWithItsLog() throws {
+        let app = try appPackage(["VERSION": "1.0.0\n", "Sources/Notes/Broken.swift": "let broken: Int = \"not a number\"\n"])
+        let result = try bundle(app, "--product", "Notes", "--first-release")
+        #expect(result.status == 1)
+        let log = app + "/.build-switchback/logs/slot-1.0.0.log"
+        #expect(result.stderr.hasSuffix("Error: building Notes 1.0.0 failed; the end of the compiler's output is above, all of it in \(log).\n"), "\(result.stderr)")
+        #expect(result.stderr.contains("Broken.swift"))
+        #expect(try String(contentsOfFile: log, encoding: .utf8).contains("error:"))
+        #expect(!FileManager.default.fileExists(atPath: app + "/dist"))
+    }
+
+    @Test func anAppInASubdirectoryPinsItsOwnPreviousRelease() throws {
+        let app = try appPackage(["VERSION": "1.0.0\n"])
+        // The app moves into a subdirectory of its repository, like Examples/NotesServer.
+        let repository = (app as NSString).deletingLastPathComponent + "/repo"
+        try FileManager.default.createDirectory(atPath: repository, withIntermediateDirectories: true)
+        try shell("git", "-C", repository, "init", "-q")
+        try shell("cp", "-R", app, repository + "/notes")
+        try shell("rm", "-rf", repository + "/notes/.git")
+        try shell("git", "-C", repository, "add", "-A")
+        try shell("git", "-C", repository, "-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-qm", "1.0.0")
+        try shell("git", "-C", repository, "tag", "v1.0.0")
+        let pin = try runProcess(Self.repository + "/scripts/pin-previous", ["--package", repository + "/notes", "v1.0.0"])
+        #expect(pin.status == 0, "\(pin.stderr)")
+        let sha = try shell("git", "-C", repository, "rev-parse", "v1.0.0").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(try shell("git", "-C", repository, "ls-files", "-s", "notes/PreviousVersion").stdout.hasPrefix("160000 \(sha) "))
+        let modules = try String(contentsOfFile: repository + "/.gitmodules", encoding: .utf8)
+        #expect(modules.contains("path = notes/PreviousVersion"))
+        #expect(!FileManager.default.fileExists(atPath: repository + "/notes/.gitmodules"))
+    }
 }
+

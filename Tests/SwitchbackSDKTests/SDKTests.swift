@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import SwitchbackContract
+import SwitchbackCore
 import Testing
 @testable import Switchback
 
@@ -96,6 +97,27 @@ struct SDKTests {
         let published = try String(contentsOfFile: state + "/data-state", encoding: .utf8)
         #expect(published.contains("published_by=0.0.0-dev\npublished_build=dev\n"))
         #expect(published.contains("rollback_to=0.0.0-alpha\nrollback=none\n"))
+        // What the launcher and rollbackctl read from it (SwitchbackCore's parser).
+        let parsed = try DataState.parse(Array(published.utf8), path: state + "/data-state")
+        #expect(parsed.publishedBy == "0.0.0-dev" && parsed.publishedBuild == "dev")
+        #expect(parsed.rollbackTo == "0.0.0-alpha" && parsed.plan == .none && parsed.readerFloor == nil)
+    }
+
+    @Test func thePublishersEscapingIsTheStateFilesEscaping() {
+        for text in ["plain", "a\\b", "line\nbreak", "tab\there", "cr\r\nlf", "ünï \\n literal"] {
+            #expect(DataStatePublisher.escape(text) == KeyValueText.escape(text), "\(text)")
+            #expect(KeyValueText.unescape(DataStatePublisher.escape(text)) == text, "\(text)")
+        }
+    }
+
+    @Test func aDowngradeWhoseMigrationsCannotBeRegisteredFailsWithASentence() throws {
+        Switchback.register(BrokenMigrationsApp.self)
+        let launcher = FakeLauncher(stateDirectory: try temporaryDirectory(), slot: .current)
+        let (code, report) = launcher.withContext { context in
+            withReportPipe { fd in _switchbackDowngrade("0.0.0-alpha", 0, fd, context) }
+        }
+        #expect(code == SWITCHBACK_DOWNGRADE_FAILED)
+        #expect(report == "message=the app's migrations could not be registered: the notes directory is unreadable\n")
     }
 
     @Test func aRunThatHoldsTheDataLockKeepsADowngradeWaiting() throws {
@@ -216,6 +238,12 @@ enum NotesApp: SwitchbackApp {
         seen.withLock { $0 = "\(launch.versionChange)" }
         return 0
     }
+}
+
+enum BrokenMigrationsApp: SwitchbackApp {
+    struct Unreadable: Error, CustomStringConvertible { var description: String { "the notes directory is unreadable" } }
+    static func migrations(_ migrator: inout Migrator, launch: LaunchInfo) throws { throw Unreadable() }
+    static func main(_ launch: LaunchInfo) -> Int32 { 0 }
 }
 
 enum LockProbeApp: SwitchbackApp {

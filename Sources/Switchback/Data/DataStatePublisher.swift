@@ -67,8 +67,10 @@ struct DataStatePublisher {
         return ("revert", "the revert of \(names) runs first")
     }
 
-    /// The state file's escaping (backslash, newline, tab, carriage return), by scalar:
-    /// "\r\n" is one Character.
+    /// `KeyValueText.escape` (backslash, newline, tab, carriage return), by scalar: "\r\n" is
+    /// one Character. Written again here because the SDK links into every app's slot and
+    /// SwitchbackCore (the launcher's library) does not belong there; `DataState.parse` in
+    /// SwitchbackCore reads what this writes, and the SDK's tests check the two agree.
     static func escape(_ text: String) -> String {
         var result = String.UnicodeScalarView()
         for scalar in text.unicodeScalars {

@@ -117,8 +117,6 @@ final class LauncherLink: Sendable {
 
     init(_ context: UnsafePointer<SwitchbackContext>?) { self.context = context }
 
-    var pointer: UnsafePointer<SwitchbackContext>? { context }
-
     func markGood() {
         marked.withLock { marked in
             guard !marked else { return }
