@@ -45,7 +45,11 @@ let package = Package(
         // Wrappers of the C calls Swift cannot make (prctl, the wait(2) macros).
         .target(name: "SwitchbackSystem"),
         .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract", "SwitchbackSystem"]),
-        .executableTarget(name: "launcher", dependencies: ["SwitchbackCore", "SwitchbackContract"]),
+        // The launcher's `bind`, which hands a supervised child the supervisor's listening
+        // socket when the app binds that address itself (docs/supervise.md). Only the
+        // launcher links it; scripts/bundle exports the symbol from the launcher.
+        .target(name: "SwitchbackListen"),
+        .executableTarget(name: "launcher", dependencies: ["SwitchbackCore", "SwitchbackContract", "SwitchbackListen"]),
         .target(name: "RollbackCtlKit", dependencies: ["SwitchbackCore", "SwitchbackContract"]),
         .executableTarget(name: "rollbackctl", dependencies: ["RollbackCtlKit"]),
         // Remote directives (docs/remote.md): the system's libcrypto through a module map,

@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import SwitchbackContract
+import SwitchbackSystem
 
 /// The launcher's whole start-up: find the bundle, read the manifest and the state, decide,
 /// check the slot file, map it, check its stamp, and call its entry point. Falls back to
@@ -13,8 +14,12 @@ public enum Launcher {
     /// The launcher's own failures exit with this code (EX_SOFTWARE); 64 for bad usage.
     public static let failureExitCode: Int32 = 70
 
+    /// How the launcher executable hands inherited listening sockets to the app's own
+    /// `bind` (SwitchbackListen): first descriptor, count, the notify socket to tell.
+    public typealias ListenerAdoption = @convention(c) (Int32, Int32, UnsafePointer<CChar>?) -> Int32
+
     /// Runs the app and exits with its exit code.
-    public static func run() -> Never {
+    public static func run(adoptingListeners adopt: ListenerAdoption? = nil) -> Never {
         if let mode = environmentValue(DataDowngrade.modeVariable) { runDowngrade(mode: mode) }
         guard let bundleRoot = bundleRoot() else {
             fail("cannot find its own executable through /proc/self/exe; run it from a bundle built by scripts/bundle.")
@@ -126,6 +131,7 @@ public enum Launcher {
             printError("launcher: \(sentence)")
         }
         if Supervisor.isChild { Supervisor.reportToParent(slot: decision.slot, build: manifest[decision.slot].sha256) }
+        if let adopt { adoptInheritedSockets(adopt) }
         let code = call(slot, manifest: manifest, directory: directory, session: session)
         if code == 0 && manifest.goodOnExitZero { session?.markGood(note: "exited with code 0") }
         exit(code)
@@ -251,6 +257,8 @@ public enum Launcher {
             other_slot_version: strdup(manifest[slot.other].version),
             state_directory: strdup(directory.path),
             mark_good: { context in
+                // Ready for whoever waits on NOTIFY_SOCKET: the supervisor, or systemd (Type=notify).
+                Launcher.notifyReady()
                 guard let data = context?.pointee.launcher_data else { return 0 }
                 return Unmanaged<StartSession>.fromOpaque(data).takeUnretainedValue().markGood(note: "marked good by the app")
             },
@@ -258,6 +266,22 @@ public enum Launcher {
         return UnsafePointer(context)
     }
 
+
+    /// Sockets inherited by the systemd protocol (LISTEN_FDS at 3..., LISTEN_PID this
+    /// process): from the supervisor, or from systemd's socket activation. The app sees the
+    /// protocol's variables as systemd sets them, and its own `bind` of such an address gets
+    /// the inherited socket. Unsupervised, this costs one getenv.
+    static func adoptInheritedSockets(_ adopt: ListenerAdoption) {
+        guard let count = environmentValue("LISTEN_FDS").flatMap(Int32.init), count > 0, count <= 32,
+              environmentValue("LISTEN_PID") == String(getpid()) else { return }
+        _ = adopt(3, count, getenv("NOTIFY_SOCKET"))
+    }
+
+    /// Sends READY=1 to NOTIFY_SOCKET, if set: the app marked itself good.
+    static func notifyReady() {
+        guard let socket = getenv("NOTIFY_SOCKET") else { return }
+        _ = switchback_notify(socket, "READY=1", 7)
+    }
 
     // MARK: - Failing
 

@@ -108,6 +108,10 @@ public struct Manifest: Sendable, Equatable {
         ("supervise.crash_limit", ValueRange.count),
         ("supervise.crash_window_ms", ValueRange.duration),
         ("supervise.poll_ms", ValueRange.duration),
+        ("supervise.start_deadline_ms", ValueRange.duration),
+        ("supervise.min_ready_ms", ValueRange.duration),
+        ("supervise.watchdog_ms", ValueRange.duration),
+        ("supervise.probe_interval_ms", ValueRange.duration),
     ]
 }
 

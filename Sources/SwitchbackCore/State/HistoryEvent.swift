@@ -19,6 +19,12 @@ public struct HistoryEvent: Sendable, Equatable {
         /// A switch that converts the data was interrupted and the next writer finished it
         /// or undid it (the reason says which).
         case recovery
+        /// A supervised start was not ready by its start deadline and was stopped
+        /// (`to` is the slot it ran; the reason says how long it had).
+        case hungStart = "hung_start"
+        /// A supervised live switch did not happen: the new child was not ready in time or
+        /// exited first, and the serving slot (`from`) kept serving.
+        case switchFailed = "switch_failed"
     }
 
     /// Seconds since the epoch.

@@ -6,20 +6,38 @@ import Glibc
 /// `rollbackctl status`. Written without fsync (it describes a live process); removed when
 /// the supervisor exits.
 public struct SupervisorRecord: Sendable, Equatable {
+    /// The last live switch that did not happen, until one does.
+    public struct SwitchFailure: Sendable, Equatable {
+        public var slot: BuildSlot
+        public var at: Int64
+        public var reason: String
+    }
+
     public var pid: Int32
     public var startedAt: Int64
     public var childPID: Int32?
     public var childSlot: BuildSlot?
     public var childStartedAt: Int64?
     public var restarts: Int
+    /// Whether the serving child is ready (nil in records from before readiness).
+    public var childReady: Bool?
+    /// The new child of a live switch, while it starts.
+    public var candidatePID: Int32?
+    public var candidateSlot: BuildSlot?
+    public var switchFailure: SwitchFailure?
 
-    public init(pid: Int32, startedAt: Int64, childPID: Int32?, childSlot: BuildSlot?, childStartedAt: Int64?, restarts: Int) {
+    public init(pid: Int32, startedAt: Int64, childPID: Int32?, childSlot: BuildSlot?, childStartedAt: Int64?, restarts: Int,
+                childReady: Bool? = nil, candidatePID: Int32? = nil, candidateSlot: BuildSlot? = nil, switchFailure: SwitchFailure? = nil) {
         self.pid = pid
         self.startedAt = startedAt
         self.childPID = childPID
         self.childSlot = childSlot
         self.childStartedAt = childStartedAt
         self.restarts = restarts
+        self.childReady = childReady
+        self.candidatePID = candidatePID
+        self.candidateSlot = candidateSlot
+        self.switchFailure = switchFailure
     }
 
     public static func path(in directory: StateDirectory) -> String { directory.path + "/supervisor" }
@@ -37,6 +55,14 @@ public struct SupervisorRecord: Sendable, Equatable {
         if let childSlot { text.append("child_slot", childSlot.rawValue) }
         if let childStartedAt { text.append("child_started_at", String(childStartedAt)) }
         text.append("restarts", String(restarts))
+        if let childReady { text.append("child_ready", childReady ? "true" : "false") }
+        if let candidatePID { text.append("candidate_pid", String(candidatePID)) }
+        if let candidateSlot { text.append("candidate_slot", candidateSlot.rawValue) }
+        if let switchFailure {
+            text.append("switch_failed_slot", switchFailure.slot.rawValue)
+            text.append("switch_failed_at", String(switchFailure.at))
+            text.append("switch_failed_reason", Limits.truncated(switchFailure.reason))
+        }
         return text.serialized()
     }
 
@@ -66,6 +92,16 @@ public struct SupervisorRecord: Sendable, Equatable {
                                 childPID: try text.integer("child_pid", in: ValueRange.processID, invalid: invalid),
                                 childSlot: text["child_slot"].flatMap(BuildSlot.init(rawValue:)),
                                 childStartedAt: try text.integer("child_started_at", in: ValueRange.unixTime, invalid: invalid),
-                                restarts: try text.integer("restarts", in: ValueRange.count, invalid: invalid) ?? 0)
+                                restarts: try text.integer("restarts", in: ValueRange.count, invalid: invalid) ?? 0,
+                                childReady: text["child_ready"].map { $0 == "true" },
+                                candidatePID: try text.integer("candidate_pid", in: ValueRange.processID, invalid: invalid),
+                                candidateSlot: text["candidate_slot"].flatMap(BuildSlot.init(rawValue:)),
+                                switchFailure: try switchFailure(text, invalid: invalid))
+    }
+
+    private static func switchFailure(_ text: KeyValueText, invalid: (String) -> SwitchbackError) throws(SwitchbackError) -> SwitchFailure? {
+        guard let slot = text["switch_failed_slot"].flatMap(BuildSlot.init(rawValue:)),
+              let at = try text.integer("switch_failed_at", in: ValueRange.unixTime, invalid: invalid) else { return nil }
+        return SwitchFailure(slot: slot, at: at, reason: text["switch_failed_reason"] ?? "")
     }
 }

@@ -1,4 +1,5 @@
-// C helpers Swift cannot call directly: a variadic call (prctl) and the wait(2) macros.
+// C helpers Swift cannot call directly: a variadic call (prctl), the wait(2) macros, and
+// the sockaddr_un and control-message handling of sd_notify.
 #ifndef SWITCHBACK_SYSTEM_H
 #define SWITCHBACK_SYSTEM_H
 
@@ -9,6 +10,18 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <spawn.h>
+#include <stddef.h>
+#include <string.h>
+
+/// pipe2(2) with O_CLOEXEC.
+int switchback_pipe_cloexec(int fds[2]);
+/// posix_spawn_file_actions_addclosefrom_np(3): the child closes every descriptor from `from` up.
+int switchback_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
+/// 64 random bits from getrandom(2).
+unsigned long long switchback_random64(void);
 
 /// Wraps prctl(PR_SET_PDEATHSIG): the kernel sends `signal` to this process when its parent dies.
 static inline int switchback_set_parent_death_signal(int signal) {
@@ -48,6 +61,63 @@ static inline int switchback_spawn_detached(const char *path, char *const argv[]
     int status;
     while (waitpid(middle, &status, 0) < 0 && errno == EINTR) {}
     return 0;
+}
+
+/// Fills `address` from a NOTIFY_SOCKET value: a path, or `@name` in the abstract namespace.
+/// Returns the address length, or 0 when the name is empty or too long.
+static inline socklen_t switchback_unix_address(const char *name, struct sockaddr_un *address) {
+    size_t length = strlen(name);
+    if (length == 0 || length >= sizeof address->sun_path) return 0;
+    memset(address, 0, sizeof *address);
+    address->sun_family = AF_UNIX;
+    memcpy(address->sun_path, name, length);
+    if (address->sun_path[0] == '@') address->sun_path[0] = '\0';
+    return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length);
+}
+
+/// Sends one sd_notify datagram (`text`, `length` bytes) to the socket named like
+/// NOTIFY_SOCKET, without blocking. Returns 0, or the errno.
+static inline int switchback_notify(const char *socket_name, const char *text, size_t length) {
+    struct sockaddr_un address;
+    socklen_t address_length = switchback_unix_address(socket_name, &address);
+    if (address_length == 0) return EINVAL;
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return errno;
+    ssize_t sent = sendto(fd, text, length, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&address, address_length);
+    int error = sent < 0 ? errno : 0;
+    close(fd);
+    return error;
+}
+
+/// Receives one datagram on a socket with SO_PASSCRED set: its bytes into `buffer` and the
+/// sender's pid (from the kernel, SCM_CREDENTIALS) into `pid` (0 when none came). Returns
+/// the byte count, or -1 with errno.
+static inline ssize_t switchback_receive_with_sender(int fd, void *buffer, size_t capacity, pid_t *pid) {
+    struct iovec vector = { .iov_base = buffer, .iov_len = capacity };
+    // struct ucred and SCM_CREDENTIALS (2) need _GNU_SOURCE, which would declare `environ`
+    // a second time for Swift: the same layout, spelled out.
+    struct credentials { pid_t pid; uid_t uid; gid_t gid; };
+    union { struct cmsghdr header; char bytes[CMSG_SPACE(sizeof(struct credentials))]; } control;
+    struct msghdr message = { .msg_iov = &vector, .msg_iovlen = 1, .msg_control = &control, .msg_controllen = sizeof control };
+    *pid = 0;
+    ssize_t count = recvmsg(fd, &message, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (count < 0) return -1;
+    for (struct cmsghdr *header = CMSG_FIRSTHDR(&message); header; header = CMSG_NXTHDR(&message, header)) {
+        if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == 2 /* SCM_CREDENTIALS */) {
+            struct credentials credentials;
+            memcpy(&credentials, CMSG_DATA(header), sizeof credentials);
+            *pid = credentials.pid;
+        } else if (header->cmsg_level == SOL_SOCKET && header->cmsg_type == SCM_RIGHTS) {
+            // Descriptors nobody asked for are closed, not leaked.
+            size_t count_fds = (header->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+            for (size_t i = 0; i < count_fds; i++) {
+                int passed;
+                memcpy(&passed, CMSG_DATA(header) + i * sizeof(int), sizeof passed);
+                close(passed);
+            }
+        }
+    }
+    return count;
 }
 
 #endif

@@ -1,0 +1,123 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A TCP address the supervisor listens on for its children (`supervise.listen`):
+/// `[NAME=]HOST:PORT`, HOST an IPv4 address, `[IPv6]`, or `localhost` (127.0.0.1).
+public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
+    /// The name a child sees in LISTEN_FDNAMES (`listen` unless given).
+    public var name: String
+    /// The address, IPv4 (4 bytes) or IPv6 (16 bytes), in network order.
+    public var host: [UInt8]
+    public var port: UInt16
+
+    public var isIPv6: Bool { host.count == 16 }
+
+    public var description: String {
+        isIPv6 ? "[\(Self.format(host, family: AF_INET6))]:\(port)" : "\(Self.format(host, family: AF_INET)):\(port)"
+    }
+
+    /// Parses one address; nil when it is not `[NAME=]HOST:PORT` with a numeric host
+    /// (or `localhost`) and a port from 1 to 65535.
+    public init?(_ text: Substring) {
+        var rest = text
+        name = "listen"
+        if let equals = rest.firstIndex(of: "=") {
+            let given = rest[..<equals]
+            guard !given.isEmpty, given.count <= 64,
+                  given.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" || $0 == ".") }) else { return nil }
+            name = String(given)
+            rest = rest[rest.index(after: equals)...]
+        }
+        guard let colon = rest.lastIndex(of: ":"), let port = UInt16(rest[rest.index(after: colon)...]), port > 0 else { return nil }
+        var hostText = rest[..<colon]
+        let bracketed = hostText.hasPrefix("[") && hostText.hasSuffix("]")
+        if bracketed { hostText = hostText.dropFirst().dropLast() }
+        if hostText == "localhost" { hostText = "127.0.0.1" }
+        guard let host = Self.parseHost(String(hostText), family: bracketed ? AF_INET6 : AF_INET) else { return nil }
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `supervise.listen`: addresses separated by commas or spaces.
+    public static func parseList(_ text: String) -> [ListenAddress]? {
+        var addresses: [ListenAddress] = []
+        for word in text.split(whereSeparator: { $0 == "," || $0 == " " }) {
+            guard let address = ListenAddress(word) else { return nil }
+            addresses.append(address)
+        }
+        return addresses
+    }
+
+    /// Whether a socket's address (getsockname) is this one.
+    func matches(_ storage: sockaddr_storage) -> Bool {
+        var copy = storage
+        return withUnsafeBytes(of: &copy) { raw in
+            if storage.ss_family == sa_family_t(AF_INET), !isIPv6 {
+                let address = raw.load(as: sockaddr_in.self)
+                return UInt16(bigEndian: address.sin_port) == port && withUnsafeBytes(of: address.sin_addr) { Array($0) == host }
+            }
+            if storage.ss_family == sa_family_t(AF_INET6), isIPv6 {
+                let address = raw.load(as: sockaddr_in6.self)
+                return UInt16(bigEndian: address.sin6_port) == port && withUnsafeBytes(of: address.sin6_addr) { Array($0) == host }
+            }
+            return false
+        }
+    }
+
+    /// Calls `body` with this address as a sockaddr.
+    func withSocketAddress<T>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> T) -> T {
+        if isIPv6 {
+            var address = sockaddr_in6()
+            address.sin6_family = sa_family_t(AF_INET6)
+            address.sin6_port = port.bigEndian
+            withUnsafeMutableBytes(of: &address.sin6_addr) { $0.copyBytes(from: host) }
+            return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in6>.size)) } }
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        withUnsafeMutableBytes(of: &address.sin_addr) { $0.copyBytes(from: host) }
+        return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    }
+
+    /// Opens a listening socket on this address: SO_REUSEADDR, IPV6_V6ONLY for IPv6,
+    /// close-on-exec (children get it through posix_spawn's dup2). Throws a sentence.
+    /// (SOCK_CLOEXEC and SOCK_NONBLOCK, which Glibc's Swift module does not always offer,
+    /// are O_CLOEXEC and O_NONBLOCK on Linux.)
+    func open() throws(SwitchbackError) -> Int32 {
+        let fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | O_CLOEXEC, 0)
+        guard fd >= 0 else { throw failure("socket", errno) }
+        var one: Int32 = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        if isIPv6 { _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        let bound = withSocketAddress { Glibc.bind(fd, $0, $1) }
+        if bound != 0 {
+            let error = errno
+            close(fd)
+            throw failure("bind", error)
+        }
+        if listen(fd, SOMAXCONN) != 0 {
+            let error = errno
+            close(fd)
+            throw failure("listen", error)
+        }
+        return fd
+    }
+
+    private func failure(_ call: String, _ error: Int32) -> SwitchbackError {
+        SwitchbackError(.ioFailure, "The supervisor cannot listen on \(self) (supervise.listen): \(call) failed: \(errorString(error)); stop what holds the address, or declare another with scripts/bundle --listen.", errno: error)
+    }
+
+    private static func parseHost(_ text: String, family: Int32) -> [UInt8]? {
+        var bytes = [UInt8](repeating: 0, count: family == AF_INET6 ? 16 : 4)
+        let result = bytes.withUnsafeMutableBytes { inet_pton(family, text, $0.baseAddress) }
+        return result == 1 ? bytes : nil
+    }
+
+    private static func format(_ host: [UInt8], family: Int32) -> String {
+        var buffer = [CChar](repeating: 0, count: 64)
+        _ = host.withUnsafeBytes { inet_ntop(family, $0.baseAddress, &buffer, socklen_t(buffer.count)) }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

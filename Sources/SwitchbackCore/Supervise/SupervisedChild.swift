@@ -1,0 +1,58 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One child of the supervisor, as a value: which slot it runs, how far it got (starting,
+/// ready, draining), and its timers. The supervisor holds at most one serving child, one
+/// candidate (the new slot of a live switch) and any number of draining ones.
+struct SupervisedChild {
+    enum Phase: Equatable {
+        /// Started, not ready yet: the start deadline runs.
+        case starting
+        /// Ready (good mark, READY=1 or a probe, and the minimum time up).
+        case ready
+        /// Told to stop (SIGTERM) after a switch; SIGKILL at the end of the grace period.
+        case draining
+    }
+
+    /// Why the supervisor is stopping a child it did not want to stop: said when it exits.
+    enum Stop: Equatable {
+        case hung(seconds: Double)
+        case watchdog(milliseconds: Int)
+    }
+
+    let pid: pid_t
+    let startedAt: Double
+    /// The slot the persisted choice selected when the child was started; the child names
+    /// the one it actually runs (`slot`) on its report pipe.
+    let intendedSlot: BuildSlot?
+    var slot: BuildSlot?
+    var build: String?
+    var phase = Phase.starting
+    /// When an unready child is stopped: the start deadline, extended by EXTEND_TIMEOUT_USEC.
+    var deadline: Double?
+    /// When it said it was ready, and how: ready once the minimum time has passed since.
+    var readySignal: (at: Double, how: String)?
+    /// Whether it holds a listening socket it inherited (`X_SWITCHBACK_ADOPTED`).
+    var hasAdoptedSocket = false
+    var lastWatchdogPing: Double
+    var reportFD: Int32
+    var stop: Stop?
+    /// When SIGKILL follows the SIGTERM or SIGABRT already sent.
+    var killAt: Double?
+
+    init(pid: pid_t, intendedSlot: BuildSlot?, reportFD: Int32, deadline: Double?) {
+        self.pid = pid
+        self.intendedSlot = intendedSlot
+        self.reportFD = reportFD
+        self.deadline = deadline
+        startedAt = monotonicNow()
+        lastWatchdogPing = startedAt
+    }
+
+    /// "the previous slot (pid 42)", or "the app (pid 42)" before it named its slot.
+    var title: String {
+        let what = (slot ?? intendedSlot).map { "the \($0.rawValue) slot" } ?? "the app"
+        return "\(what) (pid \(pid))"
+    }
+}

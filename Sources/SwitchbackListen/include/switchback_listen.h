@@ -1,0 +1,18 @@
+// The launcher's side of socket hand-over: a supervised child (or a launcher started by
+// systemd socket activation) inherits listening sockets at descriptors 3.. (LISTEN_FDS).
+// An app that takes a descriptor uses them directly; an app whose framework binds its own
+// address gets them through `bind`, which this target defines for the launcher executable
+// only: binding an inherited socket's address puts that socket on the app's descriptor.
+#ifndef SWITCHBACK_LISTEN_H
+#define SWITCHBACK_LISTEN_H
+
+/// Records the listening sockets at `first` ..< `first + count` (their addresses, read with
+/// getsockname(2)) for `bind` to hand over, and the datagram socket (`notify_socket`, in
+/// NOTIFY_SOCKET's syntax, or NULL) told `X_SWITCHBACK_ADOPTED=<address>` when it does.
+/// Call once, before the app runs. Returns how many were recorded.
+int switchback_listen_adopt(int first, int count, const char *notify_socket);
+
+/// How many times `bind` handed over an inherited socket (for tests and diagnostics).
+int switchback_listen_adopted_count(void);
+
+#endif
