@@ -11,11 +11,12 @@ final class SupervisedLauncher {
     let process: SpawnedProcess
     let stderrPath: String
 
-    init(_ t: TestBundle, _ arguments: [String]) throws {
+    init(_ t: TestBundle, _ arguments: [String], environment: [String: String] = [:]) throws {
         self.t = t
         stderrPath = t.directory + "/supervisor-\(UUID().uuidString).err"
         process = try SpawnedProcess(t.bundle + "/bin/launcher", arguments,
-                                     environment: ["SWITCHBACK_STATE_DIR": t.state, "SWITCHBACK_SUPERVISE": "1", "PATH": "/usr/bin:/bin"],
+                                     environment: ["SWITCHBACK_STATE_DIR": t.state, "SWITCHBACK_SUPERVISE": "1", "PATH": "/usr/bin:/bin"]
+                                        .merging(environment) { $1 },
                                      stderr: stderrPath)
     }
 

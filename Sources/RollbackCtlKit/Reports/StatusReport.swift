@@ -223,9 +223,17 @@ struct StatusReport {
             let child = supervisor.childPID.map { pid in
                 let slot = supervisor.childSlot.map { " running the \($0.rawValue) slot" } ?? " starting"
                 let uptime = supervisor.childStartedAt.map { " for \(currentUnixTime() - $0) s" } ?? ""
-                return "child pid \(pid)\(slot)\(uptime)"
+                let ready = supervisor.childReady == false ? " (not ready yet)" : ""
+                return "child pid \(pid)\(slot)\(uptime)\(ready)"
             } ?? "no child running (restarting)"
             lines.append("Supervisor: pid \(supervisor.pid), \(child), \(supervisor.restarts) restarts")
+            if let pid = supervisor.candidatePID {
+                let slot = supervisor.candidateSlot.map { "the \($0.rawValue) slot" } ?? "the new slot"
+                lines.append("Switching: \(slot) is starting in pid \(pid); the old child serves until it is ready.")
+            }
+            if let failure = supervisor.switchFailure {
+                lines.append("Last switch: \(HealthPolicy.capitalized(failure.reason)) (\(formatRFC3339(failure.at))).")
+            }
         }
         lines.append("State directory: \(stateDirectory)")
         return lines.joined(separator: "\n")
@@ -281,6 +289,12 @@ struct StatusReport {
                     "child_slot": record.childSlot?.rawValue ?? JSON.null,
                     "child_uptime_s": record.childStartedAt.map { currentUnixTime() - $0 } ?? JSON.null,
                     "restarts": record.restarts,
+                    "child_ready": record.childReady.map { $0 as Any } ?? JSON.null,
+                    "candidate_pid": record.candidatePID.map { $0 as Any } ?? JSON.null,
+                    "candidate_slot": record.candidateSlot?.rawValue ?? JSON.null,
+                    "switch_failure": record.switchFailure.map { failure -> [String: Any] in
+                        ["slot": failure.slot.rawValue, "at": formatRFC3339(failure.at), "reason": failure.reason]
+                    } ?? JSON.null,
                 ]
             } ?? JSON.null,
             "bundle": bundleRoot,

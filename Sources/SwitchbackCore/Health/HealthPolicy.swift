@@ -74,7 +74,7 @@ public enum HealthPolicy {
         return choice
     }
 
-    static func capitalized(_ text: String) -> String {
+    public static func capitalized(_ text: String) -> String {
         text.prefix(1).uppercased() + text.dropFirst()
     }
 }

@@ -23,7 +23,7 @@ struct TestFailure: Error, CustomStringConvertible {
 /// file actions, every signal unblocked and at its default, optionally leading a new
 /// process group. The test process's own signal mask and handlers never leak in.
 func spawn(_ executable: String, _ arguments: [String], environment: [String: String], ownProcessGroup: Bool = false,
-           redirect: (inout posix_spawn_file_actions_t) -> Void) -> Result<pid_t, TestFailure> {
+           keepingDescriptorsBelow keep: Int32 = 3, redirect: (inout posix_spawn_file_actions_t) -> Void) -> Result<pid_t, TestFailure> {
     var actions = posix_spawn_file_actions_t()
     posix_spawn_file_actions_init(&actions)
     defer { posix_spawn_file_actions_destroy(&actions) }
@@ -33,7 +33,7 @@ func spawn(_ executable: String, _ arguments: [String], environment: [String: St
     // close-on-exec (swift test's own output pipe among them) would otherwise outlive the
     // test in whatever the child leaves behind (a crashed app's swift-backtrace, which can
     // sleep for ever), and swift test would wait for that pipe's end for ever.
-    _ = posix_spawn_file_actions_addclosefrom_np(&actions, 3)
+    _ = posix_spawn_file_actions_addclosefrom_np(&actions, max(3, keep))
     var attributes = posix_spawnattr_t()
     posix_spawnattr_init(&attributes)
     defer { posix_spawnattr_destroy(&attributes) }
