@@ -165,7 +165,12 @@ final class HTTPServer: Sendable {
             if ready < 0 && errno == EINTR { continue }
             guard ready > 0, waiters[1].revents == 0 else { return }
             let fd = accept(listener, nil, nil)
-            guard fd >= 0 else { continue }  // EAGAIN: another process took it; or the peer left
+            guard fd >= 0 else {
+                // EAGAIN: another process took it. Anything else (out of descriptors, a socket
+                // shut down elsewhere) would make poll(2) return at once again: pause first.
+                if errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR { sleep(milliseconds: 10) }
+                continue
+            }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             connections.withLock { connections in
                 connections.count += 1
