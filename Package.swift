@@ -39,7 +39,10 @@ let package = Package(
                 .define("SWITCHBACK_APP_BUILD", to: "\"\(appBuild)\""),
             ]
         ),
-        .target(name: "Switchback", dependencies: ["SwitchbackSDKSupport", "SwitchbackContract", "AppVersions"]),
+        .target(name: "Switchback", dependencies: ["SwitchbackSDKSupport", "SwitchbackContract", "AppVersions", "SystemdNotify"]),
+        // systemd's sd_notify protocol without libsystemd (READY=1, EXTEND_TIMEOUT_USEC=, WATCHDOG=1),
+        // Glibc only: the SDK and AppVersions tell systemd, or the supervisor, how a start goes.
+        .target(name: "SystemdNotify"),
         .executableTarget(name: "switchback-bundle"),
         // State, manifest, decision and loading: no Foundation, so the launcher stays thin.
         // Wrappers of the C calls Swift cannot make (prctl, the wait(2) macros).
@@ -65,14 +68,14 @@ let package = Package(
         // The sample app: a user of the SDK like any other app.
         .target(name: "AppCore", dependencies: ["Switchback"]),
         // Version history and run-once migrations, for the app to call from inside AppCore.
-        .target(name: "AppVersions"),
+        .target(name: "AppVersions", dependencies: ["SystemdNotify"]),
         .executableTarget(name: "appversions-fixture", dependencies: ["AppVersions"]),
         .executableTarget(name: "appversions-bench", dependencies: ["AppVersions"]),
-        .testTarget(name: "AppVersionsTests", dependencies: ["AppVersions", "appversions-fixture"]),
+        .testTarget(name: "AppVersionsTests", dependencies: ["AppVersions", "SystemdNotify", "appversions-fixture"]),
         // The same app linked directly into an executable: the benchmark's baseline.
         .executableTarget(name: "appcore-direct", dependencies: ["AppCore", "Switchback"]),
         .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore"]),
-        .testTarget(name: "SwitchbackSDKTests", dependencies: ["Switchback", "SwitchbackCore"]),
+        .testTarget(name: "SwitchbackSDKTests", dependencies: ["Switchback", "SwitchbackCore", "SystemdNotify"]),
         // Fuzzing (docs/fuzzing.md): one target per parser in a library the tests also run over
         // the kept regressions, and an executable that is libFuzzer's harness when scripts/fuzz
         // builds it with -sanitize=fuzzer -DSWITCHBACK_LIBFUZZER, and a replayer otherwise.

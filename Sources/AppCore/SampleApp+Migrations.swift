@@ -9,6 +9,18 @@ extension SampleApp {
     /// newer data.
     static var registersReverts: Bool { getenv("SAMPLE_NO_REVERT").map { String(cString: $0) } != "1" }
 
+    /// `SAMPLE_SLOW_MIGRATION_MS=<n>` makes the step this start runs for its version change
+    /// sleep n ms first: `create-notes-store` on a fresh install, `notes-v2` on the upgrade
+    /// from 1.1.0 (never both in one start). For a start longer than a deadline; the SDK keeps
+    /// extending it meanwhile.
+    static func sleepIfSlowMigration() throws {
+        guard let value = getenv("SAMPLE_SLOW_MIGRATION_MS").map({ String(cString: $0) }) else { return }
+        guard let milliseconds = Int(value), milliseconds >= 0 else {
+            throw SampleError("SAMPLE_SLOW_MIGRATION_MS wants a number of milliseconds, not '\(value)'")
+        }
+        sleep(milliseconds: milliseconds)
+    }
+
     /// The sample's data migrations. The SDK runs the due ones before `main`, and undoes
     /// them, newest first, when a rollback needs the data in an older format.
     public static func migrations(_ migrator: inout Migrator, launch: LaunchInfo) throws {
@@ -19,6 +31,7 @@ extension SampleApp {
         // Installs from before 1.2.0 did not track versions; their notes.txt says 1.1.0.
         migrator.baseline = { _ in fileExists(notes.legacyPath) ? Version(1, 1, 0) : nil }
         migrator.registerFirstInstall("create-notes-store") { _ in
+            try sleepIfSlowMigration()
             guard notes.create() else { throw SampleError("cannot create \(notes.path)") }
         }
         // Format 2 can be read by 1.2.0 and later only (the reader floor); its revert
@@ -27,6 +40,7 @@ extension SampleApp {
             guard notes.revertToFormat1() else { throw SampleError("cannot convert \(notes.path) back to \(notes.legacyPath)") }
         } : nil
         migrator.register("notes-v2", at: "1.2.0", readerFloor: "1.2.0", revert: revert) { _ in
+            try sleepIfSlowMigration()
             guard notes.migrateFromFormat1() else { throw SampleError("cannot convert \(notes.legacyPath) to \(notes.path)") }
         }
     }

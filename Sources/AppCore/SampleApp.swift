@@ -3,8 +3,9 @@ import Glibc
 #endif
 import Switchback
 
-/// The sample app: a greeting, `version`, `crash`, a notes store and a small server. It uses
-/// the SDK as any outside app does (docs/adopting.md).
+/// The sample app: a greeting, `version`, `crash`, a notes store and a small server (a
+/// heartbeat loop, HTTP with `--http`). It uses the SDK as any outside app does
+/// (docs/adopting.md).
 public enum SampleApp: SwitchbackApp {
     /// Runs one command and returns the exit code. Every command but the failure
     /// demonstrations (`crash`, `hang`, `exit`) and `serve` (which marks itself good once it
@@ -42,7 +43,7 @@ public enum SampleApp: SwitchbackApp {
         case "serve":
             return Server(launch: launch).run(Array(arguments.dropFirst()))
         default:
-            printError("Error: unknown command '\(arguments[0])'. Commands: version, note add TEXT, note list, serve, crash [fatal|segv|abort], hang, args, env, exit N.")
+            printError("Error: unknown command '\(arguments[0])'. Commands: version, note add TEXT, note list, serve [--http HOST:PORT], crash [fatal|segv|abort], hang, args, env, exit N.")
             return 64
         }
     }

@@ -31,6 +31,12 @@ import Foundation
 ///   and is retried on the next start; with ``MigrationStep/ErrorPolicy/continue`` it is
 ///   recorded as failed and the run goes on.
 /// - A launch that finds nothing to do reads the ledger and writes nothing.
+/// - While steps run, a service manager's start deadline keeps moving: when `$NOTIFY_SOCKET`
+///   is set (systemd `Type=notify`, or Switchback's supervisor), the run sends
+///   `EXTEND_TIMEOUT_USEC=5000000` before the first step, then every second from a thread
+///   of its own, until the last step ends; so a migration longer than the start timeout is
+///   not killed half-way. The price: a step that hangs forever extends the deadline forever
+///   too, and only a stop (or a kill) ends that start.
 public struct Migrator {
     /// Where the migration record is kept.
     public let store: any LedgerStore
@@ -74,6 +80,9 @@ public struct Migrator {
     var steps: [MigrationStep] = []
     private var names: Set<String> = []
     let now: @Sendable () -> Date
+    /// How ``run(for:scope:)`` extends the start deadline; nil: `$NOTIFY_SOCKET`'s, read only
+    /// when steps are due (tests give their own socket and period).
+    var startDeadline: StartDeadlineExtender.Settings?
 
     /// Creates a migrator with no steps.
     ///
@@ -166,6 +175,11 @@ public struct Migrator {
     /// Holds the store's exclusive access to the scope for the whole run, so a second
     /// process starting at the same time waits and then finds the work done.
     ///
+    /// When steps are due and `$NOTIFY_SOCKET` is set, keeps the service manager's start
+    /// deadline 5 s ahead, every second, until the steps end (see the type's guarantees): a
+    /// slow migration is never killed for its slowness, and a hung one is never killed for
+    /// the start timeout either.
+    ///
     /// - Returns: What ran, what failed under the `continue` policy, and which steps a
     ///   previous run left interrupted.
     /// - Throws: ``AppVersionsError`` with ``AppVersionsError/Code/stepFailed`` when a
@@ -196,6 +210,8 @@ public struct Migrator {
                 pending.append(.initialized(floor: baseline, isBaseline: true, date: now()))
             }
             let interruptedNames = Set(ledger.open.map(\.name))
+            let extender = decision.steps.isEmpty ? nil : StartDeadlineExtender.start(startDeadline ?? .fromEnvironment)
+            defer { extender?.stop() }
             for index in decision.steps {
                 let step = steps[index]
                 let context = MigrationContext(

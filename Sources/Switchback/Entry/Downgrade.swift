@@ -27,7 +27,8 @@ struct Downgrade {
     func report(_ line: String) { SDKFiles.printError(line, to: reportFD) }
 
     func run(target: String?, force: Bool, context: UnsafePointer<SwitchbackContext>?) -> Int32 {
-        let launch = LaunchInfo(arguments: [], context: context)
+        // A downgrade serves nothing: it neither notifies nor touches inherited descriptors.
+        let launch = LaunchInfo(arguments: [], context: context, service: .none)
         guard let app = RegisteredApp.current else {
             report("message=\(Runner.missingRegistration.dropFirst("Error: ".count))")
             return SWITCHBACK_DOWNGRADE_FAILED

@@ -4,6 +4,7 @@ import Glibc
 import SwitchbackContract
 import SwitchbackSDKSupport
 import Synchronization
+import SystemdNotify
 
 /// What the app knows about this run: from the launcher, or, without it (`swift run`, unit
 /// tests), from its own build stamp and sensible fallbacks.
@@ -38,6 +39,8 @@ public struct LaunchInfo: Sendable {
     public internal(set) var migrationReport: MigrationReport?
 
     let link: LauncherLink
+    /// What systemd or the supervisor passed in the environment (LaunchInfo+ServiceManager.swift).
+    let service: ServiceEnvironment
 
     /// Whether the launcher started this run.
     public var isUnderLauncher: Bool { slot != nil }
@@ -45,7 +48,9 @@ public struct LaunchInfo: Sendable {
     /// Tells the launcher this start is healthy, for automatic rollback: the build stops
     /// being on trial. Callable from any thread or task, any number of times: the first
     /// call records the verdict (durably, before it returns), later ones return at once.
-    /// Does nothing when not under the launcher.
+    /// The first call then sends `READY=1` to `$NOTIFY_SOCKET`, with or without the launcher,
+    /// so systemd (`Type=notify`) or the supervisor sees the app ready once it is good.
+    /// Without the launcher it records nothing.
     public func markGood() { link.markGood() }
 
     /// Runs `body` holding the data lock, shared (several writers) or exclusive: a
@@ -75,9 +80,10 @@ public struct LaunchInfo: Sendable {
 
     /// A launch without the launcher, for an app's unit tests (its migrations, its handlers):
     /// no slot, no state directory, this build's stamped version unless `version` is given,
-    /// and the data in `dataDirectory`.
+    /// and the data in `dataDirectory`. No service manager either: it sends no notification
+    /// and has no listeners and no watchdog, whatever the test process's environment says.
     public init(arguments: [String] = [], dataDirectory: String, version: String? = nil, otherVersion: String? = nil) {
-        self.init(arguments: arguments, context: nil)
+        self.init(arguments: arguments, context: nil, service: .none)
         self.dataDirectory = dataDirectory
         if let version { self.version = version }
         self.otherVersion = otherVersion
@@ -91,11 +97,13 @@ public struct LaunchInfo: Sendable {
         return SDKFiles.currentDirectory() + "/.switchback/data"
     }
 
-    init(arguments: [String], context: UnsafePointer<SwitchbackContext>?) {
+    /// `service` is this process's environment's unless a test gives its own.
+    init(arguments: [String], context: UnsafePointer<SwitchbackContext>?, service: ServiceEnvironment = .current()) {
         self.arguments = arguments
         version = String(cString: switchback_app_version())
         build = String(cString: switchback_app_build())
-        link = LauncherLink(context)
+        self.service = service
+        link = LauncherLink(context, readiness: service.notifySocket)
         if let context, switchback_context_has(context, MemoryLayout<SwitchbackContext>.offset(of: \.launcher_data)!) != 0 {
             slot = context.pointee.slot == Int32(SWITCHBACK_SLOT_PREVIOUS.rawValue) ? .previous : .current
             stateDirectory = context.pointee.state_directory.map { String(cString: $0) }
@@ -110,20 +118,31 @@ public struct LaunchInfo: Sendable {
     }
 }
 
-/// The launcher's context and the app's good mark: one call reaches the launcher.
+/// The launcher's context and the app's good mark: one call reaches the launcher, and one
+/// `READY=1` the service manager.
 final class LauncherLink: Sendable {
     private nonisolated(unsafe) let context: UnsafePointer<SwitchbackContext>?
-    private let marked = Mutex(false)
+    private let readiness: NotifySocket?
+    private let state = Mutex((isMarked: false, isReadySent: false))
 
-    init(_ context: UnsafePointer<SwitchbackContext>?) { self.context = context }
+    init(_ context: UnsafePointer<SwitchbackContext>?, readiness: NotifySocket?) {
+        self.context = context
+        self.readiness = readiness
+    }
 
     func markGood() {
-        marked.withLock { marked in
-            guard !marked else { return }
-            if let context, let markGood = context.pointee.mark_good, markGood(context) == 0 {
-                marked = true
-            } else if context == nil {
-                marked = true
+        state.withLock { state in
+            if !state.isMarked {
+                if let context, let markGood = context.pointee.mark_good, markGood(context) == 0 {
+                    state.isMarked = true
+                } else if context == nil {
+                    state.isMarked = true
+                }
+            }
+            // After the verdict: a supervisor that sees READY=1 finds the build marked good.
+            if !state.isReadySent {
+                state.isReadySent = true
+                readiness?.send("READY=1")
             }
         }
     }
