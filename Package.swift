@@ -47,7 +47,7 @@ let package = Package(
         // State, manifest, decision and loading: no Foundation, so the launcher stays thin.
         // Wrappers of the C calls Swift cannot make (prctl, the wait(2) macros).
         .target(name: "SwitchbackSystem"),
-        .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract", "SwitchbackSystem"]),
+        .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract", "SwitchbackSystem", "SystemdNotify"]),
         // The launcher's `bind`, which hands a supervised child the supervisor's listening
         // socket when the app binds that address itself (docs/supervise.md). Only the
         // launcher links it; scripts/bundle exports the symbol from the launcher.

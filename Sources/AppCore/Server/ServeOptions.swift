@@ -8,11 +8,13 @@
 /// - `SAMPLE_HANG_AT_START=<version>`: when it is this build's version, hang before listening
 ///   or marking anything good, with SIGTERM blocked (a hung start; SIGKILL ends it).
 /// - `SAMPLE_STOP_WATCHDOG_AFTER_S=<seconds>`: stop the watchdog pings after that long.
+/// - `SAMPLE_NO_GOOD_MARK=1`: never mark itself good (for readiness probes, which need no app code).
 struct ServeOptions: Equatable {
     var crashAfter: Double?
     var http: HTTPServer.Source?
     var hangAtStartVersion: String?
     var stopWatchdogAfter: Double?
+    var marksItselfGood = true
 
     static let usage = "serve [--crash-after SECONDS] [--http HOST:PORT] [--inherited]"
 
@@ -47,6 +49,7 @@ struct ServeOptions: Equatable {
         }
         options.http = isInherited ? .inherited : address
         options.hangAtStartVersion = environment("SAMPLE_HANG_AT_START")
+        options.marksItselfGood = environment("SAMPLE_NO_GOOD_MARK") != "1"
         if let value = environment("SAMPLE_STOP_WATCHDOG_AFTER_S") {
             guard let seconds = Double(value), seconds >= 0 else {
                 return .failure(UsageError(description: "SAMPLE_STOP_WATCHDOG_AFTER_S wants a number of seconds, not '\(value)'."))

@@ -56,7 +56,7 @@ struct Server {
                 writeHeartbeat(heartbeat, beats: beats, state: "running")
                 nextBeat = now + 0.2
                 if beats == 1 {
-                    launch.markGood()
+                    if options.marksItselfGood { launch.markGood() }
                     print("serving: version \(launch.version), pid \(getpid())")
                     if let http { print("http: listening on \(http.address)") }
                     fflushStandardOutput()

@@ -3,6 +3,7 @@ import Glibc
 #endif
 import SwitchbackContract
 import SwitchbackSystem
+import SystemdNotify
 
 /// The launcher's whole start-up: find the bundle, read the manifest and the state, decide,
 /// check the slot file, map it, check its stamp, and call its entry point. Falls back to
@@ -279,8 +280,7 @@ public enum Launcher {
 
     /// Sends READY=1 to NOTIFY_SOCKET, if set: the app marked itself good.
     static func notifyReady() {
-        guard let socket = getenv("NOTIFY_SOCKET") else { return }
-        _ = switchback_notify(socket, "READY=1", 7)
+        NotifySocket.send("READY=1")
     }
 
     // MARK: - Failing

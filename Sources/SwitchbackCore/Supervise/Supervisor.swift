@@ -69,7 +69,7 @@ public final class Supervisor {
     let settings: SupervisorSettings
     private var signalFD: Int32 = -1
     private var inotifyFD: Int32 = -1
-    private let notify: NotifySocket
+    private let notify: ChildNotifications
     private let systemd: SystemdLink?
     private var nextSystemdPing = 0.0
     /// The listening sockets every child gets at fds 3..., with their names.
@@ -106,7 +106,7 @@ public final class Supervisor {
         } : nil
         if let problem = SupervisorSettings.problem(in: manifest) { Launcher.fail(problem) }
         systemd = SystemdLink.take()
-        do { notify = try NotifySocket() } catch { Launcher.fail(error.message) }
+        do { notify = try ChildNotifications() } catch { Launcher.fail(error.message) }
         listeners = Self.openListeners(settings.listen)
     }
 

@@ -75,20 +75,6 @@ static inline socklen_t switchback_unix_address(const char *name, struct sockadd
     return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + length);
 }
 
-/// Sends one sd_notify datagram (`text`, `length` bytes) to the socket named like
-/// NOTIFY_SOCKET, without blocking. Returns 0, or the errno.
-static inline int switchback_notify(const char *socket_name, const char *text, size_t length) {
-    struct sockaddr_un address;
-    socklen_t address_length = switchback_unix_address(socket_name, &address);
-    if (address_length == 0) return EINVAL;
-    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return errno;
-    ssize_t sent = sendto(fd, text, length, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&address, address_length);
-    int error = sent < 0 ? errno : 0;
-    close(fd);
-    return error;
-}
-
 /// Receives one datagram on a socket with SO_PASSCRED set: its bytes into `buffer` and the
 /// sender's pid (from the kernel, SCM_CREDENTIALS) into `pid` (0 when none came). Returns
 /// the byte count, or -1 with errno.

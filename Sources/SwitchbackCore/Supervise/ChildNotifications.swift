@@ -2,11 +2,12 @@
 import Glibc
 #endif
 import SwitchbackSystem
+import SystemdNotify
 
 /// The supervisor's end of its children's NOTIFY_SOCKET: a datagram socket in the abstract
 /// namespace, with SO_PASSCRED so every message carries the sender's pid as the kernel saw
 /// it. Messages from any process but a child are dropped, as systemd's NotifyAccess=main does.
-final class NotifySocket {
+final class ChildNotifications {
     let fd: Int32
     /// The value children get in NOTIFY_SOCKET (`@switchback-<pid>-<random>`).
     let name: String
@@ -73,9 +74,6 @@ struct SystemdLink {
 
     /// Sends one datagram; a failure is not worth more than the message.
     static func send(_ text: String, to socket: String) {
-        var message = text
-        _ = message.withUTF8 { bytes in
-            bytes.withMemoryRebound(to: CChar.self) { switchback_notify(socket, $0.baseAddress, $0.count) }
-        }
+        NotifySocket(name: socket)?.send(text)
     }
 }
