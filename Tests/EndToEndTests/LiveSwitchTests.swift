@@ -168,7 +168,7 @@ import Glibc
     /// During a switch the old child answers a probe of the shared address: only a probe the
     /// new child can have answered (it holds the socket) makes it ready.
     @Test func aProbeAnsweredByTheOldChildDoesNotMakeAHungOneReady() throws {
-        let (t, port) = try Self.server(["supervise.ready": "http://127.0.0.1:0/", "supervise.start_deadline_ms": "3000"])
+        let (t, port) = try Self.server(["supervise.start_deadline_ms": "3000"])
         try t.setManifestSetting("supervise.ready", "http://127.0.0.1:\(port)/")
         let app = try Self.serve(t, port, environment: ["SAMPLE_NO_GOOD_MARK": "1", "SAMPLE_HANG_AT_START": t.previousVersion])
         defer { app.stop() }

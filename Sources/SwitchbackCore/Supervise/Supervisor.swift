@@ -478,7 +478,8 @@ public final class Supervisor {
             return (child, true)
         }
         guard let deadline = child.deadline, now >= deadline else { return nil }
-        let seconds = now - child.startedAt
+        // The deadline it had (extensions included), not the moment this tick ran.
+        let seconds = deadline - child.startedAt
         child.stop = .hung(seconds: seconds)
         child.killAt = now + Self.backtraceSeconds
         kill(child.pid, SIGABRT)
