@@ -14,7 +14,7 @@ final class ChildNotifications {
 
     init() throws(SwitchbackError) {
         name = "@switchback-\(getpid())-\(String(switchback_random64(), radix: 16))"
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | O_CLOEXEC | O_NONBLOCK, 0)
+        fd = switchback_datagram_socket()
         guard fd >= 0 else { throw SwitchbackError(.ioFailure, "The supervisor cannot open its notify socket: \(errorString(errno)).", errno: errno) }
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, socklen_t(MemoryLayout<Int32>.size))

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackSystem
 
 /// A TCP address the supervisor listens on for its children (`supervise.listen`):
 /// `[NAME=]HOST:PORT`, HOST an IPv4 address, `[IPv6]`, or `localhost` (127.0.0.1).
@@ -83,10 +84,8 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
 
     /// Opens a listening socket on this address: SO_REUSEADDR, IPV6_V6ONLY for IPv6,
     /// close-on-exec (children get it through posix_spawn's dup2). Throws a sentence.
-    /// (SOCK_CLOEXEC and SOCK_NONBLOCK, which Glibc's Swift module does not always offer,
-    /// are O_CLOEXEC and O_NONBLOCK on Linux.)
     func open() throws(SwitchbackError) -> Int32 {
-        let fd = socket(isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | O_CLOEXEC, 0)
+        let fd = switchback_stream_socket(isIPv6 ? AF_INET6 : AF_INET, 0)
         guard fd >= 0 else { throw failure("socket", errno) }
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))

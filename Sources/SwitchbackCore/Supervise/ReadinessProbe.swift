@@ -103,7 +103,7 @@ final class ReadinessProbe {
     }
 
     private func connect(to address: ListenAddress) {
-        fd = socket(address.isIPv6 ? AF_INET6 : AF_INET, Int32(SOCK_STREAM.rawValue) | O_CLOEXEC | O_NONBLOCK, 0)
+        fd = switchback_stream_socket(address.isIPv6 ? AF_INET6 : AF_INET, 1)
         guard fd >= 0 else { immediate = .failed("socket: \(errorString(errno))"); return }
         let result = address.withSocketAddress { Glibc.connect(fd, $0, $1) }
         if result == 0 {

@@ -63,6 +63,17 @@ static inline int switchback_spawn_detached(const char *path, char *const argv[]
     return 0;
 }
 
+/// A close-on-exec TCP socket (`nonblocking`: O_NONBLOCK too). Glibc's Swift overlay does
+/// not offer SOCK_STREAM and SOCK_CLOEXEC in every build configuration.
+static inline int switchback_stream_socket(int family, int nonblocking) {
+    return socket(family, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+}
+
+/// A close-on-exec, non-blocking unix datagram socket.
+static inline int switchback_datagram_socket(void) {
+    return socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+}
+
 /// Fills `address` from a NOTIFY_SOCKET value: a path, or `@name` in the abstract namespace.
 /// Returns the address length, or 0 when the name is empty or too long.
 static inline socklen_t switchback_unix_address(const char *name, struct sockaddr_un *address) {
