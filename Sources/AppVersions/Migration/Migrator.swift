@@ -33,7 +33,7 @@ import Foundation
 /// - A launch that finds nothing to do reads the ledger and writes nothing.
 /// - While steps run, a service manager's start deadline keeps moving: when `$NOTIFY_SOCKET`
 ///   is set (systemd `Type=notify`, or Switchback's supervisor), the run sends
-///   `EXTEND_TIMEOUT_USEC=5000000` before the first step, then every second from a thread
+///   `EXTEND_TIMEOUT_USEC=3000000` before the first step, then every second from a thread
 ///   of its own, until the last step ends; so a migration longer than the start timeout is
 ///   not killed half-way. The price: a step that hangs forever extends the deadline forever
 ///   too, and only a stop (or a kill) ends that start.

@@ -19,9 +19,9 @@ final class StartDeadlineExtender {
         var period: Duration = .seconds(1)
         /// How far ahead of now each message puts the deadline: a few periods, so that a
         /// late wake-up or a dropped datagram does not let it pass.
-        var margin: Duration = .seconds(5)
+        var margin: Duration = .seconds(3)
 
-        /// `$NOTIFY_SOCKET`'s, every second by 5 s.
+        /// `$NOTIFY_SOCKET`'s, every second by 3 s.
         static var fromEnvironment: Settings { Settings(socket: NotifySocket.fromEnvironment) }
     }
 
