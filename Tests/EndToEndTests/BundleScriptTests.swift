@@ -122,6 +122,10 @@ import Testing
         (["--supervise-grace-ms", "soon"], "Error: --supervise-grace-ms needs a whole number."),
         (["--tries", "0"], "Error: --tries needs a whole number of at least 1."),
         (["--check-interval"], "Error: --check-interval needs a whole number."),
+        (["--supervise-start-deadline-ms", "-1"], "Error: --supervise-start-deadline-ms needs a whole number."),
+        (["--listen", "example.com:80"], "Error: --listen needs [NAME=]HOST:PORT with a numeric host or localhost, like 127.0.0.1:8080."),
+        (["--listen", "127.0.0.1"], "Error: --listen needs [NAME=]HOST:PORT with a numeric host or localhost, like 127.0.0.1:8080."),
+        (["--ready", "udp:127.0.0.1:53"], "Error: --ready needs mark, tcp:HOST:PORT, http://127.0.0.1:PORT/PATH or command:COMMAND."),
     ])
     func settingsNeedNumbers(arguments: [String], error: String) throws {
         let result = try runProcess(Self.repository + "/scripts/bundle", arguments)

@@ -92,6 +92,32 @@ import Glibc
         #expect(try t.health("previous")["failed_starts"] as? Int == 1, "the hung start used a try")
     }
 
+    // MARK: - Settings that cannot work
+
+    @Test(arguments: [
+        ("supervise.listen", "example.com:80",
+         "launcher: The manifest's supervise.listen 'example.com:80' is not a list of [NAME=]HOST:PORT addresses; rebuild the bundle with scripts/bundle --listen HOST:PORT.\n"),
+        ("supervise.ready", "http://10.0.0.1:80/",
+         "launcher: The manifest's supervise.ready 'http://10.0.0.1:80/' is not mark, tcp:HOST:PORT, http://LOOPBACK:PORT/PATH or command:COMMAND; rebuild the bundle with scripts/bundle --ready.\n"),
+    ])
+    func aSupervisorWithSettingsItCannotReadRefusesToStart(key: String, value: String, message: String) throws {
+        let t = try TestBundle(release: "1.3.0")
+        try t.setManifestSetting(key, value)
+        let result = try t.launcher("serve", environment: ["SWITCHBACK_SUPERVISE": "1"])
+        #expect(result.status == 70)
+        #expect(result.stderr == message)
+    }
+
+    @Test func anAddressAlreadyInUseStopsTheSupervisorWithASentence() throws {
+        let taken = try ListeningSocket()
+        defer { close(taken.fd) }
+        let t = try TestBundle(release: "1.3.0")
+        try t.setManifestSetting("supervise.listen", "127.0.0.1:\(taken.port)")
+        let result = try t.launcher("serve", environment: ["SWITCHBACK_SUPERVISE": "1"])
+        #expect(result.status == 70)
+        #expect(result.stderr == "launcher: The supervisor cannot listen on 127.0.0.1:\(taken.port) (supervise.listen): bind failed: Address already in use; stop what holds the address, or declare another with scripts/bundle --listen.\n")
+    }
+
     // MARK: - Start deadline
 
     @Test func aFirstStartThatHangsIsStoppedAtItsDeadlineAndCounted() throws {
