@@ -131,8 +131,8 @@ public enum Launcher {
         } else if let sentence = loaded.problemSentence {
             printError("launcher: \(sentence)")
         }
-        if Supervisor.isChild { Supervisor.reportToParent(slot: decision.slot, build: manifest[decision.slot].sha256) }
         if let adopt { adoptInheritedSockets(adopt) }
+        if Supervisor.isChild { Supervisor.reportToParent(slot: decision.slot, build: manifest[decision.slot].sha256) }
         let code = call(slot, manifest: manifest, directory: directory, session: session)
         if code == 0 && manifest.goodOnExitZero { session?.markGood(note: "exited with code 0") }
         exit(code)
@@ -275,7 +275,8 @@ public enum Launcher {
     static func adoptInheritedSockets(_ adopt: ListenerAdoption) {
         guard let count = environmentValue("LISTEN_FDS").flatMap(Int32.init), count > 0, count <= 32,
               environmentValue("LISTEN_PID") == String(getpid()) else { return }
-        _ = adopt(3, count, getenv("NOTIFY_SOCKET"))
+        // Only a supervisor wants to hear that the app took the socket; systemd does not.
+        _ = adopt(3, count, Supervisor.isChild ? getenv("NOTIFY_SOCKET") : nil)
     }
 
     /// Sends READY=1 to NOTIFY_SOCKET, if set: the app marked itself good.
