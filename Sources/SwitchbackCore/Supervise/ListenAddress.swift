@@ -40,6 +40,30 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         self.port = port
     }
 
+    /// The address a socket is bound to (getsockname), named `name`; nil for a socket that is
+    /// not IPv4 or IPv6.
+    init?(boundTo fd: Int32, name: String) {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let found = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) == 0 }
+        }
+        guard found else { return nil }
+        self.name = name
+        switch Int32(storage.ss_family) {
+        case AF_INET:
+            let address = withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in.self) }
+            host = withUnsafeBytes(of: address.sin_addr) { Array($0) }
+            port = UInt16(bigEndian: address.sin_port)
+        case AF_INET6:
+            let address = withUnsafeBytes(of: &storage) { $0.load(as: sockaddr_in6.self) }
+            host = withUnsafeBytes(of: address.sin6_addr) { Array($0) }
+            port = UInt16(bigEndian: address.sin6_port)
+        default:
+            return nil
+        }
+    }
+
     /// Parses `supervise.listen`: addresses separated by commas or spaces.
     public static func parseList(_ text: String) -> [ListenAddress]? {
         var addresses: [ListenAddress] = []
@@ -48,22 +72,6 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
             addresses.append(address)
         }
         return addresses
-    }
-
-    /// Whether a socket's address (getsockname) is this one.
-    func matches(_ storage: sockaddr_storage) -> Bool {
-        var copy = storage
-        return withUnsafeBytes(of: &copy) { raw in
-            if storage.ss_family == sa_family_t(AF_INET), !isIPv6 {
-                let address = raw.load(as: sockaddr_in.self)
-                return UInt16(bigEndian: address.sin_port) == port && withUnsafeBytes(of: address.sin_addr) { Array($0) == host }
-            }
-            if storage.ss_family == sa_family_t(AF_INET6), isIPv6 {
-                let address = raw.load(as: sockaddr_in6.self)
-                return UInt16(bigEndian: address.sin6_port) == port && withUnsafeBytes(of: address.sin6_addr) { Array($0) == host }
-            }
-            return false
-        }
     }
 
     /// Calls `body` with this address as a sockaddr.

@@ -67,32 +67,32 @@ public final class Supervisor {
     let directory: StateDirectory
     let trusted: Bool
     let settings: SupervisorSettings
-    private var signalFD: Int32 = -1
-    private var inotifyFD: Int32 = -1
-    private let notify: ChildNotifications
-    private let systemd: SystemdLink?
-    private var nextSystemdPing = 0.0
+    var signalFD: Int32 = -1
+    var inotifyFD: Int32 = -1
+    let notify: ChildNotifications
+    let systemd: SystemdLink?
+    var nextSystemdPing = 0.0
     /// The listening sockets every child gets at fds 3..., with their names.
-    private var listeners: [(fd: Int32, name: String, address: String)] = []
+    var listeners: [(fd: Int32, name: String, address: String)] = []
 
-    private var serving: SupervisedChild?
-    private var candidate: SupervisedChild?
-    private var draining: [SupervisedChild] = []
-    private var probe: (attempt: ReadinessProbe, pid: pid_t)?
-    private var nextProbeAt = 0.0
+    var serving: SupervisedChild?
+    var candidate: SupervisedChild?
+    var draining: [SupervisedChild] = []
+    var probe: (attempt: ReadinessProbe, pid: pid_t)?
+    var nextProbeAt = 0.0
     /// Stop-first replacement (no listening sockets): the next child starts when this one exits.
-    private var replacing = false
-    private var lastSwitchFailure: SupervisorRecord.SwitchFailure?
+    var replacing = false
+    var lastSwitchFailure: SupervisorRecord.SwitchFailure?
 
-    private var restarts = 0
-    private var backoff: Int
-    private var restartAt: Double?
-    private var stopDeadline: Double?
-    private var servingStatus: Int32 = 0
-    private var watched: [FileFingerprint?] = []
-    private var crashes: CrashWindow
-    private let startedAt = currentUnixTime()
-    private let remoteCheck: RemoteCheckTrigger?
+    var restarts = 0
+    var backoff: Int
+    var restartAt: Double?
+    var stopDeadline: Double?
+    var servingStatus: Int32 = 0
+    var watched: [FileFingerprint?] = []
+    var crashes: CrashWindow
+    let startedAt = currentUnixTime()
+    let remoteCheck: RemoteCheckTrigger?
 
     init(manifest: Manifest, directory: StateDirectory, trusted: Bool) {
         self.manifest = manifest
@@ -116,33 +116,7 @@ public final class Supervisor {
         Supervisor(manifest: manifest, directory: directory, trusted: trusted).loop()
     }
 
-    /// The sockets systemd passed (socket activation: LISTEN_PID is this process), else the
-    /// declared addresses, opened here. Moved to descriptors 64 and up, close-on-exec, so
-    /// that every child gets them at 3... without a collision.
-    static func openListeners(_ addresses: [ListenAddress]) -> [(fd: Int32, name: String, address: String)] {
-        var opened: [(fd: Int32, name: String, address: String)] = []
-        if environmentValue("LISTEN_PID").flatMap(Int32.init) == getpid(),
-           let count = environmentValue("LISTEN_FDS").flatMap(Int32.init), count > 0, count <= 32 {
-            let names = (environmentValue("LISTEN_FDNAMES") ?? "").split(separator: ":", omittingEmptySubsequences: false).map(String.init)
-            for index in 0..<Int(count) {
-                let fd = Int32(3 + index)
-                opened.append((fd, index < names.count ? names[index] : "listen", "systemd socket \(index + 1)"))
-            }
-        } else {
-            for address in addresses {
-                do { opened.append((try address.open(), address.name, address.description)) } catch { Launcher.fail(error.message) }
-            }
-        }
-        for name in ["LISTEN_FDS", "LISTEN_FDNAMES", "LISTEN_PID"] { unsetenv(name) }
-        return opened.map { listener in
-            let moved = fcntl(listener.fd, F_DUPFD_CLOEXEC, Int32(64))
-            if moved < 0 { Launcher.fail("supervisor: cannot keep the listening socket \(listener.address): \(errorString(errno)).") }
-            close(listener.fd)
-            return (moved, listener.name, listener.address)
-        }
-    }
-
-    private func loop() -> Never {
+    func loop() -> Never {
         var set = sigset_t()
         sigemptyset(&set)
         for signal in Self.forwarded + [SIGCHLD] { sigaddset(&set, signal) }
@@ -173,9 +147,9 @@ public final class Supervisor {
         }
     }
 
-    private var children: [SupervisedChild] { [serving, candidate].compactMap { $0 } + draining }
+    var children: [SupervisedChild] { [serving, candidate].compactMap { $0 } + draining }
 
-    private func nextTimeout() -> Int {
+    func nextTimeout() -> Int {
         let now = monotonicNow()
         // inotify wakes the loop for state changes; the poll period is the fallback.
         var timeout = Double(settings.pollMilliseconds) / 1000
@@ -191,68 +165,9 @@ public final class Supervisor {
         return Int((timeout * 1000).rounded(.up))
     }
 
-    // MARK: Starting children
-
-    /// Starts a child on the listening sockets; nil (said on stderr) when posix_spawn failed.
-    private func spawn(intended: BuildSlot?) -> SupervisedChild? {
-        restartAt = nil
-        var pipeFDs: [Int32] = [-1, -1]
-        guard switchback_pipe_cloexec(&pipeFDs) == 0 else { Launcher.fail("supervisor: pipe failed: \(errorString(errno)).") }
-        // Both ends above the descriptors the child gets, so no dup2 overwrites another.
-        let readEnd = fcntl(pipeFDs[0], F_DUPFD_CLOEXEC, Int32(64))
-        let writeEnd = fcntl(pipeFDs[1], F_DUPFD_CLOEXEC, Int32(64))
-        close(pipeFDs[0])
-        close(pipeFDs[1])
-        let reportTarget = Int32(3 + listeners.count)
-
-        var environment = Self.inheritedEnvironment()
-        environment.append("\(Self.parentVariable)=\(getpid())")
-        environment.append("\(Self.reportVariable)=\(reportTarget)")
-        environment.append("NOTIFY_SOCKET=\(notify.name)")
-        if !listeners.isEmpty {
-            environment.append("LISTEN_FDS=\(listeners.count)")
-            environment.append("LISTEN_FDNAMES=\(listeners.map(\.name).joined(separator: ":"))")
-        }
-        if settings.watchdogMilliseconds > 0 { environment.append("WATCHDOG_USEC=\(settings.watchdogMilliseconds * 1000)") }
-
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        for (index, listener) in listeners.enumerated() { posix_spawn_file_actions_adddup2(&actions, listener.fd, Int32(3 + index)) }
-        posix_spawn_file_actions_adddup2(&actions, writeEnd, reportTarget)
-        switchback_spawn_close_from(&actions, reportTarget + 1)
-
-        var pid: pid_t = 0
-        let result = withCStrings(environment) { envp in
-            withChildSpawnAttributes { posix_spawn(&pid, "/proc/self/exe", &actions, $0, CommandLine.unsafeArgv, UnsafeMutablePointer(mutating: envp)) }
-        }
-        close(writeEnd)
-        if result != 0 {
-            close(readEnd)
-            Launcher.printError("launcher: supervisor: starting the app failed: \(errorString(result)); retrying in \(backoff) ms.")
-            return nil
-        }
-        let deadline = settings.startDeadlineMilliseconds > 0 ? monotonicNow() + Double(settings.startDeadlineMilliseconds) / 1000 : nil
-        nextProbeAt = monotonicNow()
-        return SupervisedChild(pid: pid, intendedSlot: intended, reportFD: readEnd, deadline: deadline)
-    }
-
-    /// This process's environment without the variables the supervisor sets for its children.
-    static func inheritedEnvironment() -> [String] {
-        var environment: [String] = []
-        var entry = environ
-        while let pointer = entry.pointee {
-            let text = String(cString: pointer)
-            let name = text.split(separator: "=", maxSplits: 1).first.map(String.init) ?? text
-            if !childVariables.contains(name) { environment.append(text) }
-            entry += 1
-        }
-        return environment
-    }
-
     // MARK: Events
 
-    private func readReport(from fd: Int32) {
+    func readReport(from fd: Int32) {
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         var named = false
@@ -273,7 +188,7 @@ public final class Supervisor {
         }
     }
 
-    private func handleNotifications() {
+    func handleNotifications() {
         let now = monotonicNow()
         for message in notify.receive() {
             update(pid: message.pid) { child in
@@ -297,7 +212,7 @@ public final class Supervisor {
         }
     }
 
-    private func handleSignals() {
+    func handleSignals() {
         var info = signalfd_siginfo()
         while read(signalFD, &info, MemoryLayout<signalfd_siginfo>.size) == MemoryLayout<signalfd_siginfo>.size {
             let signal = Int32(info.ssi_signo)
@@ -315,7 +230,7 @@ public final class Supervisor {
         }
     }
 
-    private func reapChildren() {
+    func reapChildren() {
         while true {
             var status: Int32 = 0
             let pid = waitpid(-1, &status, WNOHANG)
@@ -334,13 +249,19 @@ public final class Supervisor {
         }
     }
 
-    private func servingExited(_ status: Int32) {
-        guard var child = serving else { return }
-        if child.reportFD >= 0 { readReport(from: child.reportFD) }
-        child = serving ?? child
-        serving = nil
+    /// A child that exited: its last report read, its pipe closed, its probe stopped.
+    func retire(_ role: ReferenceWritableKeyPath<Supervisor, SupervisedChild?>) -> SupervisedChild? {
+        guard let reportFD = self[keyPath: role]?.reportFD else { return nil }
+        if reportFD >= 0 { readReport(from: reportFD) }
+        guard let child = self[keyPath: role] else { return nil }
+        self[keyPath: role] = nil
         if child.reportFD >= 0 { close(child.reportFD) }
         cancelProbe(of: child.pid)
+        return child
+    }
+
+    func servingExited(_ status: Int32) {
+        guard let child = retire(\.serving) else { return }
         let cleanExit = switchback_exited(status) != 0 && switchback_exit_code(status) == 0
         servingStatus = switchback_exited(status) != 0 ? switchback_exit_code(status) : 128 + switchback_term_signal(status)
         if stopDeadline != nil {
@@ -376,13 +297,8 @@ public final class Supervisor {
         publish()
     }
 
-    private func candidateExited(_ status: Int32) {
-        guard var child = candidate else { return }
-        if child.reportFD >= 0 { readReport(from: child.reportFD) }
-        child = candidate ?? child
-        candidate = nil
-        if child.reportFD >= 0 { close(child.reportFD) }
-        cancelProbe(of: child.pid)
+    func candidateExited(_ status: Int32) {
+        guard let child = retire(\.candidate) else { return }
         if stopDeadline != nil {
             if children.isEmpty { finish(servingStatus) }
             return
@@ -397,7 +313,7 @@ public final class Supervisor {
 
     /// A live switch that did not happen: the serving child goes on; status and history say
     /// why; the choice is looked at again only when it changes again.
-    private func switchFailed(_ child: SupervisedChild, why: String) {
+    func switchFailed(_ child: SupervisedChild, why: String) {
         let target = child.slot ?? child.intendedSlot ?? .current
         let running = serving?.slot ?? target.other
         let reason = "the switch to the \(target.rawValue) slot (\(manifest[target].version)) did not happen: \(why); the \(running.rawValue) slot (\(manifest[running].version)) keeps serving"
@@ -409,7 +325,7 @@ public final class Supervisor {
         publish()
     }
 
-    private func probeFinished(_ outcome: ReadinessProbe.Outcome, pid: pid_t) {
+    func probeFinished(_ outcome: ReadinessProbe.Outcome, pid: pid_t) {
         probe = nil
         nextProbeAt = monotonicNow() + Double(settings.probeIntervalMilliseconds) / 1000
         guard outcome == .passed else { return }
@@ -427,7 +343,7 @@ public final class Supervisor {
 
     // MARK: Timers
 
-    private func tick() {
+    func tick() {
         let now = monotonicNow()
         if let deadline = stopDeadline, now >= deadline {
             for child in children { kill(child.pid, SIGKILL) }
@@ -457,7 +373,7 @@ public final class Supervisor {
 
     /// Unready children: the ready signal plus the minimum time makes them ready; the
     /// deadline stops them (SIGABRT first, for a backtrace).
-    private func checkStartingChildren(now: Double) {
+    func checkStartingChildren(now: Double) {
         if let child = serving, let ready = checkStarting(child, now: now, replacing: nil) {
             serving = ready.child
             if ready.isReady { childBecameReady(pid: child.pid) }
@@ -469,7 +385,7 @@ public final class Supervisor {
     }
 
     /// The child as it is now, and whether it just became ready; nil when nothing changed.
-    private func checkStarting(_ child: SupervisedChild, now: Double, replacing running: BuildSlot?) -> (child: SupervisedChild, isReady: Bool)? {
+    func checkStarting(_ child: SupervisedChild, now: Double, replacing running: BuildSlot?) -> (child: SupervisedChild, isReady: Bool)? {
         guard child.phase == .starting, child.stop == nil else { return nil }
         var child = child
         if let signal = child.readySignal, now >= signal.at + Double(settings.minReadyMilliseconds) / 1000 {
@@ -490,7 +406,7 @@ public final class Supervisor {
         return (child, false)
     }
 
-    private func childBecameReady(pid: pid_t) {
+    func childBecameReady(pid: pid_t) {
         cancelProbe(of: pid)
         if var child = candidate, child.pid == pid {
             // The switch: the new child serves; the old one stops gracefully.
@@ -514,7 +430,7 @@ public final class Supervisor {
         watched = []
     }
 
-    private func checkWatchdog(now: Double) {
+    func checkWatchdog(now: Double) {
         guard settings.watchdogMilliseconds > 0, var child = serving, child.phase == .ready, child.stop == nil,
               now - child.lastWatchdogPing >= Double(settings.watchdogMilliseconds) / 1000 else { return }
         child.stop = .watchdog(milliseconds: settings.watchdogMilliseconds)
@@ -525,11 +441,11 @@ public final class Supervisor {
     }
 
     /// The probe runs against the one unready child, every interval, one attempt at a time.
-    private var unreadyChild: SupervisedChild? {
+    var unreadyChild: SupervisedChild? {
         [candidate, serving].compactMap { $0 }.first { $0.phase == .starting && $0.stop == nil && $0.readySignal == nil }
     }
 
-    private func runProbe(now: Double) {
+    func runProbe(now: Double) {
         if let current = probe, now >= current.attempt.deadline {
             current.attempt.cancel()
             probeFinished(.failed("timed out"), pid: current.pid)
@@ -543,13 +459,13 @@ public final class Supervisor {
         }
     }
 
-    private func cancelProbe(of pid: pid_t) {
+    func cancelProbe(of pid: pid_t) {
         guard let current = probe, current.pid == pid else { return }
         current.attempt.cancel()
         if current.attempt.commandPID == nil { probe = nil }
     }
 
-    private func scheduleRestart() {
+    func scheduleRestart() {
         restartAt = monotonicNow() + Double(backoff) / 1000
         // Settings are at most 2^31 - 1 ms (ValueRange.duration), but double without trapping
         // whatever a manifest made in code holds.
@@ -557,137 +473,9 @@ public final class Supervisor {
         backoff = doubled.overflow ? settings.backoffMaxMilliseconds : min(doubled.partialValue, settings.backoffMaxMilliseconds)
     }
 
-    // MARK: The persisted choice
-
-    /// Replaces the child when the state or health files changed and now select another
-    /// slot: with listening sockets, a candidate starts beside the serving child; without,
-    /// the serving child stops first.
-    private func watchPersistedChoice() {
-        guard trusted, let running = serving, let runningSlot = running.slot, candidate == nil, !replacing,
-              stopDeadline == nil, running.stop == nil else { return }
-        let now = fingerprints()
-        guard now != watched else { return }
-        watched = now
-        let wanted = desiredSlot(running: runningSlot)
-        guard wanted != runningSlot else { return }
-        if listeners.isEmpty || running.phase != .ready {
-            Launcher.printError("launcher: supervisor: the persisted choice now selects the \(wanted.rawValue) slot; replacing \(running.title).")
-            kill(running.pid, SIGTERM)
-            replacing = true
-            serving?.killAt = monotonicNow() + Double(settings.graceMilliseconds) / 1000
-            return
-        }
-        Launcher.printError("launcher: supervisor: the persisted choice now selects the \(wanted.rawValue) slot; starting it beside \(running.title), which serves until it is ready.")
-        systemd?.send("RELOADING=1", "STATUS=Switching to the \(wanted.rawValue) slot (\(manifest[wanted].version))", "MONOTONIC_USEC=\(Int64(monotonicNow() * 1e6))")
-        candidate = spawn(intended: wanted)
-        if candidate == nil {
-            lastSwitchFailure = SupervisorRecord.SwitchFailure(slot: wanted, at: currentUnixTime(), reason: "the \(wanted.rawValue) slot could not be started")
-        }
-        publish()
-    }
-
-    /// The slot the persisted choice selects now. The running build keeps running unless it
-    /// was marked bad: using its last try is not a reason to replace it (the next start is).
-    private func desiredSlot(running: BuildSlot?) -> BuildSlot {
-        let loaded = StateStore(directory: directory).load()
-        let record = HealthStore(directory: directory).load().record
-        guard let unchecked = try? StartPlan.make(state: loaded, health: record, manifest: manifest,
-                                                  forcedSlot: environmentValue("SWITCHBACK_SLOT"), applyHealth: false),
-              let plan = try? StartPlan.make(state: loaded, health: record, manifest: manifest,
-                                             forcedSlot: environmentValue("SWITCHBACK_SLOT")) else {
-            return running ?? .current
-        }
-        let chosen = unchecked.decision.slot
-        if chosen == running, !record.health(of: chosen, in: manifest).isBad { return chosen }
-        return plan.decision.slot
-    }
-
-    private func fingerprints() -> [FileFingerprint?] {
-        [directory.statePath, HealthStore(directory: directory).path].map { path in
-            (try? FileSystem.status(path)).flatMap { $0.map(FileFingerprint.init) }
-        }
-    }
-
-    /// inotify on the state directory: a changed choice is seen at once, not at the next poll.
-    private func watchStateDirectory() {
-        guard trusted else { return }
-        inotifyFD = inotify_init1(Int32(IN_CLOEXEC | IN_NONBLOCK))
-        guard inotifyFD >= 0 else { return }
-        let mask = UInt32(IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_ATTRIB)
-        if inotify_add_watch(inotifyFD, directory.path, mask) < 0 {
-            close(inotifyFD)
-            inotifyFD = -1
-        }
-    }
-
-    private func drainInotify() {
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while buffer.withUnsafeMutableBytes({ read(inotifyFD, $0.baseAddress, $0.count) }) > 0 {}
-    }
-
-    // MARK: Crashes of good builds
-
-    /// Crashes before the good mark use up tries in the child's own start-up; crashes of a
-    /// build already good are counted here, K within the window marking it bad.
-    private func countCrashOfGoodBuild(slot: BuildSlot, build: String) {
-        let store = HealthStore(directory: directory)
-        let record = store.load().record
-        let identity = BuildIdentity(sha256: build, version: manifest[slot].version)
-        guard record.health(of: identity, tries: manifest.trialTries).isGood,
-              crashes.record(build: build, at: Int64(monotonicNow() * 1000)) else { return }
-        let seconds = settings.crashWindowMilliseconds / 1000
-        let why = "crashed \(settings.crashLimit) times within \(seconds) s after it was marked good"
-        do {
-            try store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var health = record.health(of: identity, tries: manifest.trialTries)
-                health.verdict = .bad
-                health.markedBy = .auto
-                health.changedAt = currentUnixTime()
-                health.note = why
-                record.set(health)
-            }
-        } catch {
-            Launcher.printError("launcher: supervisor: the \(slot.rawValue) build \(why), but its bad verdict could not be recorded (\(error.message)).")
-        }
-        let other = record.health(of: slot.other, in: manifest)
-        let description = "the \(slot.rawValue) build (\(manifest[slot].version)) \(why)"
-        if other.isRejected {
-            Launcher.printError("launcher: supervisor: WARNING: \(description), but automatic rollback will not switch to the \(slot.other.rawValue) build (\(manifest[slot.other].version)), which was rejected: \(other.note ?? "marked bad"). Fix the build, or choose one with rollbackctl.")
-        } else if !other.isBad, let bundleRoot = Launcher.bundleRoot() {
-            // No child is serving: nothing writes the data while it is converted back.
-            let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
-            do {
-                let result = try switcher.perform(rollback: slot.other == .previous, source: .auto, reason: description)
-                if let refusal = result.refusal {
-                    Launcher.printError("launcher: supervisor: \(description), but it stays: \(refusal)")
-                    return
-                }
-            } catch {
-                Launcher.printError("launcher: supervisor: \(description), but the switch could not be recorded: \(error.message)")
-                return
-            }
-            Launcher.printError("launcher: supervisor: \(description); starting the \(slot.other.rawValue) slot (\(manifest[slot.other].version)) instead.")
-        } else {
-            Launcher.printError("launcher: supervisor: \(description), and the \(slot.other.rawValue) build is bad too.")
-        }
-    }
-
-    /// A child made ready by a probe or READY=1 (not by the SDK's good mark, which the
-    /// child's launcher already wrote) is marked good, as the app would have.
-    private func recordGoodMark(_ child: SupervisedChild, how: String) {
-        guard trusted, let slot = child.slot, let build = child.build else { return }
-        let identity = BuildIdentity(sha256: build, version: manifest[slot].version)
-        let store = HealthStore(directory: directory)
-        let known = store.load().record.health(of: identity, tries: manifest.trialTries)
-        let session = StartSession(store: store, build: identity, tries: manifest.trialTries, known: known)
-        if session.markGood(note: "ready: \(how)") != 0 {
-            Launcher.printError("launcher: supervisor: \(child.title) is ready, but its good mark could not be recorded in \(directory.path).")
-        }
-    }
-
     // MARK: Records
 
-    private func recordHistory(kind: HistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String) {
+    func recordHistory(kind: HistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String) {
         guard trusted else { return }
         let event = HistoryEvent(time: currentUnixTime(), kind: kind, from: from, to: to, source: .auto, reason: reason)
         try? FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) in
@@ -695,12 +483,12 @@ public final class Supervisor {
         }
     }
 
-    private func statusLine(_ child: SupervisedChild) -> String {
+    func statusLine(_ child: SupervisedChild) -> String {
         let slot = child.slot ?? child.intendedSlot ?? .current
         return "Running the \(slot.rawValue) slot (\(manifest[slot].version)), pid \(child.pid)"
     }
 
-    private func publish() {
+    func publish() {
         guard trusted else { return }
         let now = monotonicNow()
         SupervisorRecord(pid: getpid(), startedAt: startedAt, childPID: serving?.pid, childSlot: serving?.slot,
@@ -710,19 +498,19 @@ public final class Supervisor {
                          switchFailure: lastSwitchFailure).save(in: directory)
     }
 
-    private func finish(_ status: Int32) -> Never {
+    func finish(_ status: Int32) -> Never {
         if trusted { unlink(SupervisorRecord.path(in: directory)) }
         exit(status)
     }
 
     // MARK: Helpers
 
-    private func update(pid: pid_t, _ body: (inout SupervisedChild) -> Void) {
+    func update(pid: pid_t, _ body: (inout SupervisedChild) -> Void) {
         if serving?.pid == pid { body(&serving!) } else if candidate?.pid == pid { body(&candidate!) }
         else if let index = draining.firstIndex(where: { $0.pid == pid }) { body(&draining[index]) }
     }
 
-    private func update(reportFD fd: Int32, _ body: (inout SupervisedChild) -> Void) {
+    func update(reportFD fd: Int32, _ body: (inout SupervisedChild) -> Void) {
         if serving?.reportFD == fd { body(&serving!) } else if candidate?.reportFD == fd { body(&candidate!) }
         else if let index = draining.firstIndex(where: { $0.reportFD == fd }) { body(&draining[index]) }
     }

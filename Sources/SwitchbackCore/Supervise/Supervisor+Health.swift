@@ -1,0 +1,66 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SwitchbackSystem
+
+/// Verdicts the supervisor writes: a good build that keeps crashing is marked bad (and the
+/// other slot chosen), and a child made ready by a probe or READY=1 is marked good.
+extension Supervisor {
+    /// Crashes before the good mark use up tries in the child's own start-up; crashes of a
+    /// build already good are counted here, K within the window marking it bad.
+    func countCrashOfGoodBuild(slot: BuildSlot, build: String) {
+        let store = HealthStore(directory: directory)
+        let record = store.load().record
+        let identity = BuildIdentity(sha256: build, version: manifest[slot].version)
+        guard record.health(of: identity, tries: manifest.trialTries).isGood,
+              crashes.record(build: build, at: Int64(monotonicNow() * 1000)) else { return }
+        let seconds = settings.crashWindowMilliseconds / 1000
+        let why = "crashed \(settings.crashLimit) times within \(seconds) s after it was marked good"
+        do {
+            try store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
+                var health = record.health(of: identity, tries: manifest.trialTries)
+                health.verdict = .bad
+                health.markedBy = .auto
+                health.changedAt = currentUnixTime()
+                health.note = why
+                record.set(health)
+            }
+        } catch {
+            Launcher.printError("launcher: supervisor: the \(slot.rawValue) build \(why), but its bad verdict could not be recorded (\(error.message)).")
+        }
+        let other = record.health(of: slot.other, in: manifest)
+        let description = "the \(slot.rawValue) build (\(manifest[slot].version)) \(why)"
+        if other.isRejected {
+            Launcher.printError("launcher: supervisor: WARNING: \(description), but automatic rollback will not switch to the \(slot.other.rawValue) build (\(manifest[slot.other].version)), which was rejected: \(other.note ?? "marked bad"). Fix the build, or choose one with rollbackctl.")
+        } else if !other.isBad, let bundleRoot = Launcher.bundleRoot() {
+            // No child is serving: nothing writes the data while it is converted back.
+            let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
+            do {
+                let result = try switcher.perform(rollback: slot.other == .previous, source: .auto, reason: description)
+                if let refusal = result.refusal {
+                    Launcher.printError("launcher: supervisor: \(description), but it stays: \(refusal)")
+                    return
+                }
+            } catch {
+                Launcher.printError("launcher: supervisor: \(description), but the switch could not be recorded: \(error.message)")
+                return
+            }
+            Launcher.printError("launcher: supervisor: \(description); starting the \(slot.other.rawValue) slot (\(manifest[slot.other].version)) instead.")
+        } else {
+            Launcher.printError("launcher: supervisor: \(description), and the \(slot.other.rawValue) build is bad too.")
+        }
+    }
+
+    /// A child made ready by a probe or READY=1 (not by the SDK's good mark, which the
+    /// child's launcher already wrote) is marked good, as the app would have.
+    func recordGoodMark(_ child: SupervisedChild, how: String) {
+        guard trusted, let slot = child.slot, let build = child.build else { return }
+        let identity = BuildIdentity(sha256: build, version: manifest[slot].version)
+        let store = HealthStore(directory: directory)
+        let known = store.load().record.health(of: identity, tries: manifest.trialTries)
+        let session = StartSession(store: store, build: identity, tries: manifest.trialTries, known: known)
+        if session.markGood(note: "ready: \(how)") != 0 {
+            Launcher.printError("launcher: supervisor: \(child.title) is ready, but its good mark could not be recorded in \(directory.path).")
+        }
+    }
+}
