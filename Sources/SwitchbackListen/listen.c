@@ -1,13 +1,15 @@
-// See switchback_listen.h. Only the launcher links this file: its `bind` overrides the C
-// library's for the app's library, because the launcher exports the symbol
-// (scripts/bundle links it with --export-dynamic-symbol=bind) and the executable comes
-// first in the dynamic linker's global search order.
+// See switchback_listen.h. Only the launcher links this file: its `bind`, `accept` and
+// `accept4` override the C library's for the app's library, because the launcher exports
+// them (scripts/bundle links it with --export-dynamic-symbol=...) and the executable comes
+// first in the dynamic linker's global search order. Without inherited sockets they are the
+// system calls, and nothing else.
 #define _GNU_SOURCE
 #include "switchback_listen.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,11 +27,18 @@ static struct inherited {
 } inherited[MAX_INHERITED];
 static int inherited_count;
 static int adopted_count;
+/// The app's descriptors that `bind` made shared sockets (besides the inherited ones).
+static int shared_fds[MAX_INHERITED];
+static int shared_count;
+static volatile sig_atomic_t draining;
+
+static void start_draining(int signal) { (void)signal; draining = 1; }
 static struct sockaddr_un notify_address;
 static socklen_t notify_length;
 
-int switchback_listen_adopt(int first, int count, const char *notify_socket) {
+int switchback_listen_adopt(int first, int count, const char *notify_socket, int drain_signal) {
     inherited_count = 0;
+    shared_count = 0;
     for (int i = 0; i < count && inherited_count < MAX_INHERITED; i++) {
         struct inherited *entry = &inherited[inherited_count];
         int type = 0;
@@ -50,7 +59,35 @@ int switchback_listen_adopt(int first, int count, const char *notify_socket) {
         if (notify_address.sun_path[0] == '@') notify_address.sun_path[0] = '\0';
         notify_length = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + name_length);
     }
+    if (drain_signal > 0 && inherited_count > 0) {
+        struct sigaction action;
+        memset(&action, 0, sizeof action);
+        action.sa_handler = start_draining;
+        action.sa_flags = SA_RESTART;
+        sigemptyset(&action.sa_mask);
+        (void)sigaction(drain_signal, &action, NULL);
+    }
     return inherited_count;
+}
+
+/// Whether `fd` is one of the shared listening sockets (inherited, or handed over by `bind`).
+static int is_shared(int fd) {
+    for (int i = 0; i < inherited_count; i++) if (inherited[i].fd == fd) return 1;
+    for (int i = 0; i < shared_count; i++) if (shared_fds[i] == fd) return 1;
+    return 0;
+}
+
+// While draining, a shared socket accepts nothing here: its connections wait in the queue
+// for the child that replaces this one. (An event loop woken for such a connection sees
+// EAGAIN, as when another process took it first, until the new child has accepted it.)
+int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {
+    if (draining && is_shared(fd)) { errno = EAGAIN; return -1; }
+    return (int)syscall(SYS_accept4, fd, address, length, flags);
+}
+
+int accept(int fd, struct sockaddr *address, socklen_t *length) {
+    if (draining && is_shared(fd)) { errno = EAGAIN; return -1; }
+    return (int)syscall(SYS_accept, fd, address, length);
 }
 
 int switchback_listen_adopted_count(void) { return __atomic_load_n(&adopted_count, __ATOMIC_RELAXED); }
@@ -110,6 +147,7 @@ int bind(int fd, const struct sockaddr *address, socklen_t length) {
             if (dup3(entry->fd, fd, (descriptor_flags >= 0 && (descriptor_flags & FD_CLOEXEC)) ? O_CLOEXEC : 0) < 0) return -1;
             if (status_flags >= 0) (void)fcntl(fd, F_SETFL, status_flags);
             __atomic_add_fetch(&adopted_count, 1, __ATOMIC_RELAXED);
+            if (shared_count < MAX_INHERITED && !is_shared(fd)) shared_fds[shared_count++] = fd;
             report_adoption(entry);
             return 0;
         }

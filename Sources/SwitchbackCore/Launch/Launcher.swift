@@ -17,7 +17,7 @@ public enum Launcher {
 
     /// How the launcher executable hands inherited listening sockets to the app's own
     /// `bind` (SwitchbackListen): first descriptor, count, the notify socket to tell.
-    public typealias ListenerAdoption = @convention(c) (Int32, Int32, UnsafePointer<CChar>?) -> Int32
+    public typealias ListenerAdoption = @convention(c) (Int32, Int32, UnsafePointer<CChar>?, Int32) -> Int32
 
     /// Runs the app and exits with its exit code.
     public static func run(adoptingListeners adopt: ListenerAdoption? = nil) -> Never {
@@ -275,8 +275,9 @@ public enum Launcher {
     static func adoptInheritedSockets(_ adopt: ListenerAdoption) {
         guard let count = environmentValue("LISTEN_FDS").flatMap(Int32.init), count > 0, count <= 32,
               environmentValue("LISTEN_PID") == String(getpid()) else { return }
-        // Only a supervisor wants to hear that the app took the socket; systemd does not.
-        _ = adopt(3, count, Supervisor.isChild ? getenv("NOTIFY_SOCKET") : nil)
+        // Only a supervisor wants to hear that the app took the socket, and drains children.
+        let supervised = Supervisor.isChild
+        _ = adopt(3, count, supervised ? getenv("NOTIFY_SOCKET") : nil, supervised ? switchback_drain_signal() : 0)
     }
 
     /// Sends READY=1 to NOTIFY_SOCKET, if set: the app marked itself good.

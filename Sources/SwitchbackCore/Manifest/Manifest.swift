@@ -112,6 +112,7 @@ public struct Manifest: Sendable, Equatable {
         ("supervise.min_ready_ms", ValueRange.duration),
         ("supervise.watchdog_ms", ValueRange.duration),
         ("supervise.probe_interval_ms", ValueRange.duration),
+        ("supervise.drain_ms", ValueRange.duration),
     ]
 }
 

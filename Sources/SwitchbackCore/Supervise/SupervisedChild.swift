@@ -11,7 +11,8 @@ struct SupervisedChild {
         case starting
         /// Ready (good mark, READY=1 or a probe, and the minimum time up).
         case ready
-        /// Told to stop (SIGTERM) after a switch; SIGKILL at the end of the grace period.
+        /// Replaced by a new child: first out of the accept pool (the drain signal), then, at
+        /// `terminateAt`, SIGTERM; SIGKILL at the end of the grace period.
         case draining
     }
 
@@ -38,6 +39,8 @@ struct SupervisedChild {
     var lastWatchdogPing: Double
     var reportFD: Int32
     var stop: Stop?
+    /// When a draining child gets SIGTERM.
+    var terminateAt: Double?
     /// When SIGKILL follows the SIGTERM or SIGABRT already sent.
     var killAt: Double?
 

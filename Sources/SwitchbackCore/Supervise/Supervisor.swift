@@ -155,7 +155,7 @@ public final class Supervisor {
         var timeout = Double(settings.pollMilliseconds) / 1000
         var deadlines = [restartAt, stopDeadline].compactMap { $0 }
         for child in children {
-            deadlines += [child.killAt, child.phase == .starting && child.stop == nil ? child.deadline : nil].compactMap { $0 }
+            deadlines += [child.killAt, child.terminateAt, child.phase == .starting && child.stop == nil ? child.deadline : nil].compactMap { $0 }
             if let signal = child.readySignal, child.phase == .starting { deadlines.append(signal.at + Double(settings.minReadyMilliseconds) / 1000) }
             if child.phase == .ready, settings.watchdogMilliseconds > 0 { deadlines.append(child.lastWatchdogPing + Double(settings.watchdogMilliseconds) / 1000) }
         }
@@ -351,6 +351,12 @@ public final class Supervisor {
         for child in children {
             if let killAt = child.killAt, now >= killAt { kill(child.pid, SIGKILL) }
         }
+        for index in draining.indices {
+            guard let terminateAt = draining[index].terminateAt, now >= terminateAt else { continue }
+            kill(draining[index].pid, SIGTERM)
+            draining[index].terminateAt = nil
+            draining[index].killAt = now + Double(settings.graceMilliseconds) / 1000
+        }
         if stopDeadline == nil {
             checkStartingChildren(now: now)
             checkWatchdog(now: now)
@@ -412,9 +418,11 @@ public final class Supervisor {
             // The switch: the new child serves; the old one stops gracefully.
             candidate = nil
             if var old = serving {
-                kill(old.pid, SIGTERM)
+                // Out of the accept pool first: connections it accepted just before get their
+                // requests read, so its graceful stop finishes them instead of dropping them.
+                kill(old.pid, switchback_drain_signal())
                 old.phase = .draining
-                old.killAt = monotonicNow() + Double(settings.graceMilliseconds) / 1000
+                old.terminateAt = monotonicNow() + Double(settings.drainMilliseconds) / 1000
                 draining.append(old)
                 Launcher.printError("launcher: supervisor: \(child.title) is ready (\(child.readySignal?.how ?? "ready")); stopping \(old.title) gracefully.")
             }

@@ -31,6 +31,10 @@ public struct SupervisorSettings: Sendable, Equatable {
     public var watchdogMilliseconds: Int
     /// How often a probe runs until the child is ready (`supervise.probe_interval_ms`, 100).
     public var probeIntervalMilliseconds: Int
+    /// After a live switch, how long the old child keeps what it accepted before SIGTERM,
+    /// out of the accept pool (`supervise.drain_ms`, 500): a request on a connection it
+    /// accepted just before arrives and is read, so its graceful stop finishes it.
+    public var drainMilliseconds: Int
 
     public init(manifest: Manifest) {
         graceMilliseconds = manifest.milliseconds("supervise.grace_ms", default: 5000)
@@ -46,6 +50,7 @@ public struct SupervisorSettings: Sendable, Equatable {
         minReadyMilliseconds = manifest.milliseconds("supervise.min_ready_ms", default: 0)
         watchdogMilliseconds = manifest.milliseconds("supervise.watchdog_ms", default: 0)
         probeIntervalMilliseconds = max(10, manifest.milliseconds("supervise.probe_interval_ms", default: 100))
+        drainMilliseconds = manifest.milliseconds("supervise.drain_ms", default: 500)
     }
 
     /// The sentence for a manifest whose `supervise.listen` or `supervise.ready` does not

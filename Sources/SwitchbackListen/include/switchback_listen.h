@@ -9,8 +9,12 @@
 /// Records the listening sockets at `first` ..< `first + count` (their addresses, read with
 /// getsockname(2)) for `bind` to hand over, and the datagram socket (`notify_socket`, in
 /// NOTIFY_SOCKET's syntax, or NULL) told `X_SWITCHBACK_ADOPTED=<address>` when it does.
-/// Call once, before the app runs. Returns how many were recorded.
-int switchback_listen_adopt(int first, int count, const char *notify_socket);
+/// With `drain_signal` > 0, that signal makes `accept` and `accept4` on those sockets fail
+/// with EAGAIN from then on: the supervisor's way to take an old child out of the accept
+/// pool before it tells it to stop, so that no connection is accepted and then dropped
+/// unread by a graceful shutdown. Call once, before the app runs. Returns how many were
+/// recorded.
+int switchback_listen_adopt(int first, int count, const char *notify_socket, int drain_signal);
 
 /// How many times `bind` handed over an inherited socket (for tests and diagnostics).
 int switchback_listen_adopted_count(void);

@@ -63,6 +63,11 @@ static inline int switchback_spawn_detached(const char *path, char *const argv[]
     return 0;
 }
 
+/// The signal that takes a supervised child out of its shared sockets' accept pool before it
+/// is told to stop (SwitchbackListen's `accept`): a real-time signal, which no default
+/// runtime uses. The supervisor and its children are the same executable, so the same number.
+static inline int switchback_drain_signal(void) { return SIGRTMIN + 4; }
+
 /// A close-on-exec TCP socket (`nonblocking`: O_NONBLOCK too). Glibc's Swift overlay does
 /// not offer SOCK_STREAM and SOCK_CLOEXEC in every build configuration.
 static inline int switchback_stream_socket(int family, int nonblocking) {
