@@ -1,5 +1,5 @@
 """One HTTP request on a new loopback connection, and what it ended in: the part that
-http-poller.py and switch-latency.py share (and Tests/EndToEndTests/Support/HTTPPoller*.swift
+http-poller.py and live-switch.py share (and Tests/EndToEndTests/Support/HTTPPoller*.swift
 does the same in Swift). Python 3 standard library only.
 
     kind, detail = request(port, "/", timeout=2.0)
