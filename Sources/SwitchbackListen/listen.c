@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 enum { MAX_INHERITED = 64 };
@@ -78,15 +79,23 @@ static int is_shared(int fd) {
 }
 
 // While draining, a shared socket accepts nothing here: its connections wait in the queue
-// for the child that replaces this one. (An event loop woken for such a connection sees
-// EAGAIN, as when another process took it first, until the new child has accepted it.)
+// for the child that replaces this one. An event loop woken for such a connection sees
+// EAGAIN, as when another process took it first, and is woken again until the new child has
+// accepted it: a millisecond's pause keeps that from spinning a core the new child needs.
+static int refuse_while_draining(void) {
+    struct timespec pause = { 0, 1000000 };
+    nanosleep(&pause, NULL);
+    errno = EAGAIN;
+    return -1;
+}
+
 int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {
-    if (draining && is_shared(fd)) { errno = EAGAIN; return -1; }
+    if (draining && is_shared(fd)) return refuse_while_draining();
     return (int)syscall(SYS_accept4, fd, address, length, flags);
 }
 
 int accept(int fd, struct sockaddr *address, socklen_t *length) {
-    if (draining && is_shared(fd)) { errno = EAGAIN; return -1; }
+    if (draining && is_shared(fd)) return refuse_while_draining();
     return (int)syscall(SYS_accept, fd, address, length);
 }
 
