@@ -248,6 +248,8 @@ import Glibc
         let listener = try NotifyListener(directory: t.directory)
         #expect(try t.launcher("version", environment: ["NOTIFY_SOCKET": listener.path]).status == 0)
         #expect(listener.wait(upTo: 5) { $0.contains("READY=1") }, "\(listener.messages)")
+        listener.wait(upTo: 0.3) { _ in false }
+        #expect(listener.messages == ["READY=1"], "once: the launcher says it, the SDK does not repeat it")
         // Not before: a start that never marks itself good says nothing.
         let quiet = try NotifyListener(directory: t.directory)
         _ = try t.launcher("exit", "3", environment: ["NOTIFY_SOCKET": quiet.path])

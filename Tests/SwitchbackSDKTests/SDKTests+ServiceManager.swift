@@ -34,7 +34,9 @@ extension SDKTests {
         #expect(receiver.messages() == ["READY=1"])
     }
 
-    @Test func underTheLauncherReadyFollowsTheGoodMarkOnce() throws {
+    /// The launcher's good-mark callback says READY=1 (an end-to-end test holds that): the SDK
+    /// does not say it a second time.
+    @Test func underTheLauncherTheSDKLeavesReadyToTheLauncher() throws {
         let receiver = try makeReceiver()
         let launcher = FakeLauncher(stateDirectory: try temporaryDirectory(), slot: .current)
         FakeLauncher.goodMarks.withLock { $0 = 0 }
@@ -44,20 +46,7 @@ extension SDKTests {
             launch.markGood()
         }
         #expect(FakeLauncher.goodMarks.withLock { $0 } == 1)
-        #expect(receiver.messages() == ["READY=1"])
-    }
-
-    @Test func aGoodMarkTheLauncherCouldNotWriteStillSendsReadyOnlyOnce() throws {
-        let receiver = try makeReceiver()
-        let launcher = FakeLauncher(stateDirectory: try temporaryDirectory(), slot: .current, failing: true)
-        FakeLauncher.goodMarks.withLock { $0 = 0 }
-        launcher.withContext { context in
-            let launch = launch(notifying: receiver, context: context)
-            launch.markGood()
-            launch.markGood()
-        }
-        #expect(FakeLauncher.goodMarks.withLock { $0 } == 2)
-        #expect(receiver.messages() == ["READY=1"])
+        #expect(receiver.messages(waitingUpTo: 0.2) == [])
     }
 
     @Test func extendingTheStartDeadlineSendsMicroseconds() throws {

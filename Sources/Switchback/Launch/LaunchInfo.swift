@@ -48,9 +48,9 @@ public struct LaunchInfo: Sendable {
     /// Tells the launcher this start is healthy, for automatic rollback: the build stops
     /// being on trial. Callable from any thread or task, any number of times: the first
     /// call records the verdict (durably, before it returns), later ones return at once.
-    /// The first call then sends `READY=1` to `$NOTIFY_SOCKET`, with or without the launcher,
-    /// so systemd (`Type=notify`) or the supervisor sees the app ready once it is good.
-    /// Without the launcher it records nothing.
+    /// Then `READY=1` goes to `$NOTIFY_SOCKET` (from the launcher, or, without it, from the
+    /// SDK, once), so systemd (`Type=notify`) or the supervisor sees the app ready once it is
+    /// good. Without the launcher it records nothing.
     public func markGood() { link.markGood() }
 
     /// Runs `body` holding the data lock, shared (several writers) or exclusive: a
@@ -118,8 +118,8 @@ public struct LaunchInfo: Sendable {
     }
 }
 
-/// The launcher's context and the app's good mark: one call reaches the launcher, and one
-/// `READY=1` the service manager.
+/// The launcher's context and the app's good mark: one call reaches the launcher (which
+/// then says `READY=1`), or, without it, one `READY=1` reaches the service manager.
 final class LauncherLink: Sendable {
     private nonisolated(unsafe) let context: UnsafePointer<SwitchbackContext>?
     private let readiness: NotifySocket?
@@ -139,8 +139,8 @@ final class LauncherLink: Sendable {
                     state.isMarked = true
                 }
             }
-            // After the verdict: a supervisor that sees READY=1 finds the build marked good.
-            if !state.isReadySent {
+            // Under the launcher, its good-mark callback says READY=1, after the verdict.
+            if context == nil, !state.isReadySent {
                 state.isReadySent = true
                 readiness?.send("READY=1")
             }

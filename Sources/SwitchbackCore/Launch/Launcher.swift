@@ -16,7 +16,8 @@ public enum Launcher {
     public static let failureExitCode: Int32 = 70
 
     /// How the launcher executable hands inherited listening sockets to the app's own
-    /// `bind` (SwitchbackListen): first descriptor, count, the notify socket to tell.
+    /// `bind` (SwitchbackListen): first descriptor, count, the notify socket to tell, the
+    /// drain signal (0: none).
     public typealias ListenerAdoption = @convention(c) (Int32, Int32, UnsafePointer<CChar>?, Int32) -> Int32
 
     /// Runs the app and exits with its exit code.
@@ -258,10 +259,14 @@ public enum Launcher {
             other_slot_version: strdup(manifest[slot.other].version),
             state_directory: strdup(directory.path),
             mark_good: { context in
-                // Ready for whoever waits on NOTIFY_SOCKET: the supervisor, or systemd (Type=notify).
+                let written = context?.pointee.launcher_data.map {
+                    Unmanaged<StartSession>.fromOpaque($0).takeUnretainedValue().markGood(note: "marked good by the app")
+                } ?? 0
+                // Then ready, for whoever waits on NOTIFY_SOCKET (the supervisor, or systemd's
+                // Type=notify): sent here, not by the SDK, so that builds made before the SDK
+                // knew sd_notify are ready too.
                 Launcher.notifyReady()
-                guard let data = context?.pointee.launcher_data else { return 0 }
-                return Unmanaged<StartSession>.fromOpaque(data).takeUnretainedValue().markGood(note: "marked good by the app")
+                return written
             },
             launcher_data: session.map { Unmanaged.passRetained($0).toOpaque() }))
         return UnsafePointer(context)

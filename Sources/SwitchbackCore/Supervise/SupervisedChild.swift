@@ -19,7 +19,7 @@ struct SupervisedChild {
     /// Why the supervisor is stopping a child it did not want to stop: said when it exits.
     enum Stop: Equatable {
         case hung(seconds: Double)
-        case watchdog(milliseconds: Int)
+        case watchdog
     }
 
     let pid: pid_t
@@ -32,7 +32,7 @@ struct SupervisedChild {
     var phase = Phase.starting
     /// When an unready child is stopped: the start deadline, extended by EXTEND_TIMEOUT_USEC.
     var deadline: Double?
-    /// When it said it was ready, and how: ready once the minimum time has passed since.
+    /// When it showed it was ready, and how: ready once the minimum time has passed since.
     var readySignal: (at: Double, how: String)?
     /// Whether it holds a listening socket it inherited (`X_SWITCHBACK_ADOPTED`).
     var hasAdoptedSocket = false

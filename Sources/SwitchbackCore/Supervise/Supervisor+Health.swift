@@ -51,8 +51,9 @@ extension Supervisor {
         }
     }
 
-    /// A child made ready by a probe or READY=1 (not by the SDK's good mark, which the
-    /// child's launcher already wrote) is marked good, as the app would have.
+    /// A ready child's build is marked good, as the app would have: needed when a probe or an
+    /// app's own READY=1 made it ready; nothing is written when the launcher in the child
+    /// already recorded the app's good mark.
     func recordGoodMark(_ child: SupervisedChild, how: String) {
         guard trusted, let slot = child.slot, let build = child.build else { return }
         let identity = BuildIdentity(sha256: build, version: manifest[slot].version)

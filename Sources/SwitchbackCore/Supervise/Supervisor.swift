@@ -431,7 +431,7 @@ public final class Supervisor {
             lastSwitchFailure = nil
         }
         guard let serving, serving.pid == pid else { return }
-        if let how = serving.readySignal?.how, how != "it said it was ready" { recordGoodMark(serving, how: how) }
+        if let how = serving.readySignal?.how { recordGoodMark(serving, how: how) }
         systemd?.send("READY=1", "STATUS=\(statusLine(serving))", "MAINPID=\(getpid())")
         publish()
         // The choice may have changed again while the candidate started.
@@ -441,7 +441,7 @@ public final class Supervisor {
     func checkWatchdog(now: Double) {
         guard settings.watchdogMilliseconds > 0, var child = serving, child.phase == .ready, child.stop == nil,
               now - child.lastWatchdogPing >= Double(settings.watchdogMilliseconds) / 1000 else { return }
-        child.stop = .watchdog(milliseconds: settings.watchdogMilliseconds)
+        child.stop = .watchdog
         child.killAt = now + Self.backtraceSeconds
         serving = child
         kill(child.pid, SIGABRT)
