@@ -249,7 +249,9 @@ import Glibc
         #expect(try t.launcher("version", environment: ["NOTIFY_SOCKET": listener.path]).status == 0)
         #expect(listener.wait(upTo: 5) { $0.contains("READY=1") }, "\(listener.messages)")
         listener.wait(upTo: 0.3) { _ in false }
-        #expect(listener.messages == ["READY=1"], "once: the launcher says it, the SDK does not repeat it")
+        // Once (the launcher says it, the SDK does not repeat it), after the first install's
+        // migration extended the start deadline.
+        #expect(listener.messages.filter { !$0.hasPrefix("EXTEND_TIMEOUT_USEC=") } == ["READY=1"], "\(listener.messages)")
         // Not before: a start that never marks itself good says nothing.
         let quiet = try NotifyListener(directory: t.directory)
         _ = try t.launcher("exit", "3", environment: ["NOTIFY_SOCKET": quiet.path])
