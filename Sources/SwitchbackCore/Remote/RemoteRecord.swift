@@ -30,6 +30,17 @@ public struct RemoteRecord: Sendable, Equatable {
     public var reason: String?
     /// The serial of the last directive applied; an older one is refused as a replay.
     public var acceptedSerial: UInt64?
+    /// The highest serial of any directive whose signature verified, applied or not (not
+    /// applicable, outside the rollout, already in force): anything lower is a replay.
+    public var highestSeenSerial: UInt64?
+    /// When a directive last verified (a fresh 200 whose signature checked out; a 304 is not
+    /// proof of freshness and does not move it).
+    public var lastVerifiedAt: Int64?
+    /// The expiry of the directive last verified: once past, the install is stale.
+    public var heldExpiresAt: Int64?
+    /// Checks in a row that did not reach the server or got no authentic answer (the backoff's input).
+    public var consecutiveFailures: Int?
+
     /// The validators of the last successful fetch, sent as If-None-Match / If-Modified-Since.
     public var etag: String?
     public var lastModified: String?
@@ -51,6 +62,10 @@ public struct RemoteRecord: Sendable, Equatable {
         add("code", code)
         add("reason", reason)
         add("accepted_serial", acceptedSerial.map { String($0) })
+        add("highest_seen_serial", highestSeenSerial.map { String($0) })
+        add("last_verified_at", lastVerifiedAt.map { String($0) })
+        add("held_expires_at", heldExpiresAt.map { String($0) })
+        add("consecutive_failures", consecutiveFailures.map { String($0) })
         add("etag", etag)
         add("last_modified", lastModified)
         add("validators_url", validatorsURL)
@@ -77,6 +92,10 @@ public struct RemoteRecord: Sendable, Equatable {
         record.code = text["code"]
         record.reason = text["reason"]
         record.acceptedSerial = try text.integer("accepted_serial", in: UInt64.min...UInt64.max, invalid: invalid)
+        record.highestSeenSerial = try text.integer("highest_seen_serial", in: UInt64.min...UInt64.max, invalid: invalid)
+        record.lastVerifiedAt = try text.integer("last_verified_at", in: ValueRange.unixTime, invalid: invalid)
+        record.heldExpiresAt = try text.integer("held_expires_at", in: ValueRange.unixTime, invalid: invalid)
+        record.consecutiveFailures = try text.integer("consecutive_failures", in: 0...1_000_000, invalid: invalid)
         record.etag = text["etag"]
         record.lastModified = text["last_modified"]
         record.validatorsURL = text["validators_url"]

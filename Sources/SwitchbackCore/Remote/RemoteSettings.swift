@@ -15,6 +15,12 @@ public struct RemoteSettings: Sendable, Equatable {
     /// How old the last check may be before a start triggers a background sync
     /// (`remote.interval_s`, default 3600).
     public var intervalSeconds: Int64
+    /// How long an install may go without verifying a directive before status, metrics and the
+    /// history call it stale (`remote.max_staleness_s`, default 86400). The decision stays.
+    public var maxStalenessSeconds: Int64
+    /// The shortest wait before a failed check is retried (`remote.retry_floor_s`, default 30);
+    /// the backoff doubles from there, with jitter, up to the interval.
+    public var retryFloorSeconds: Int64
     /// The whole sync's deadline (`remote.deadline_ms`, default 5000).
     public var deadlineMilliseconds: Int
     /// Whether plain http to a non-loopback host is allowed (`remote.allow_insecure_http`).
@@ -32,6 +38,8 @@ public struct RemoteSettings: Sendable, Equatable {
             String($0.filter { !$0.isWhitespace })
         }.filter { !$0.isEmpty }
         intervalSeconds = Int64(manifest.milliseconds("remote.interval_s", default: 3600))
+        maxStalenessSeconds = Int64(max(1, manifest.milliseconds("remote.max_staleness_s", default: 86400)))
+        retryFloorSeconds = Int64(max(1, manifest.milliseconds("remote.retry_floor_s", default: 30)))
         deadlineMilliseconds = max(1, manifest.milliseconds("remote.deadline_ms", default: 5000))
         allowsInsecureHTTP = manifest.settings["remote.allow_insecure_http"] == "true"
         checksBeforeStart = manifest.settings["remote.check_before_start"] == "true"
