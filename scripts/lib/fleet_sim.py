@@ -4,7 +4,7 @@ publish a rollback, measure how fast the fleet converges and the load on the ser
 
 USAGE: scripts/fleet-sim [--installs N] [--interval S] [--start together|spread]
                          [--spread-over S] [--settle S] [--observe S] [--duration S]
-                         [--user NAME] [--workdir DIR] [--keep] [--json FILE]
+                         [--app serve|idle] [--user NAME] [--workdir DIR] [--keep] [--json FILE]
 
 What it does, in order (docs/fleet-simulation.md):
   1. makes a signing key (rollbackctl keygen) and builds one bundle with scripts/bundle
@@ -12,7 +12,7 @@ What it does, in order (docs/fleet-simulation.md):
      --check-interval S, and --metrics-dir when scripts/bundle has it);
   2. starts nginx (/usr/sbin/nginx -p DIR -c DIR/nginx.conf) on 127.0.0.1, logging
      "$msec $status" per request, serving a signed run_current directive (serial 1);
-  3. starts N installs: `bundle/bin/launcher serve`, each with its own absolute
+  3. starts N installs: `bundle/bin/launcher serve` (or `hang`, --app idle), each with its own absolute
      SWITCHBACK_STATE_DIR, all at once (--start together) or evenly over --spread-over
      seconds (--start spread);
   4. lets them settle (--settle seconds after the last start), measuring the memory (PSS) and
@@ -33,6 +33,10 @@ OPTIONS:
   --observe S           longest wait for convergence after the publication (default: 3 x interval)
   --tail S              seconds to keep measuring after the whole fleet converged (default 5)
   --duration S          hard cap on the whole run, build excluded (default: the phases + 120)
+  --app MODE            what each supervised child runs: serve (default: the sample's server
+                        loop, which writes a heartbeat file five times a second) or idle (the
+                        sample's `hang`, asleep, made ready by a `--ready command:true` probe):
+                        the same supervisors and checks without the heartbeats' CPU
   --user NAME           run the installs as this user (default: nobody when run as root), so
                         that 1,000 supervisors do not use up root's 128 inotify instances that
                         other programs on the machine need
@@ -187,6 +191,8 @@ class Fleet:
         argv = [bundle_script, "--out", self.bundle, "--supervise",
                 "--directive-url", self.url, "--trust-key", os.path.join(keys, "directive.pub"),
                 "--allow-insecure-http", "--check-interval", str(self.args.interval)]
+        if self.args.app == "idle":
+            argv += ["--ready", "command:true"]
         self.metrics_dir = None
         if self.bundle_supports("--metrics-dir"):
             self.metrics_dir = os.path.join(self.work, "metrics")
@@ -316,7 +322,7 @@ http {{
             if uid is not None:
                 os.fchown(errors.fileno(), uid, gid)
             try:
-                popen = subprocess.Popen([launcher, "serve"], cwd=directory, env=env, stdin=subprocess.DEVNULL,
+                popen = subprocess.Popen([launcher, "serve" if self.args.app == "serve" else "hang"], cwd=directory, env=env, stdin=subprocess.DEVNULL,
                                          stdout=subprocess.DEVNULL, stderr=errors, preexec_fn=child_setup)
             finally:
                 errors.close()
@@ -446,6 +452,10 @@ http {{
         log(f"published the rollback (serial 2) at +{self.published - self.run_zero:.1f} s; polling {len(self.installs)} state directories")
         decided, serving = {}, {}
         deadline = self.published + args.observe
+        # Two small files per install per round: every 0.25 s, slower for big fleets so that
+        # this loop does not take the CPU the fleet needs (1,000 installs: every 0.5 s).
+        period = max(0.25, len(self.installs) / 2000)
+        self.figures["poll_period_s"] = period
         while time.monotonic() < deadline:
             self.check_cap()
             now = time.monotonic()
@@ -457,7 +467,7 @@ http {{
                     serving[index] = now - self.published
             if len(serving) == len(self.installs) and len(decided) == len(self.installs):
                 break
-            time.sleep(max(0.0, 0.25 - (time.monotonic() - now)))
+            time.sleep(max(0.0, period - (time.monotonic() - now)))
         self.observed_until = time.monotonic()
         log(f"{len(decided)} installs decided, {len(serving)} serve the previous slot "
             f"{self.observed_until - self.published:.1f} s after the publication")
@@ -543,7 +553,7 @@ http {{
         self.figures["installs_without_remote_record"] = unreadable
         # The supervisor's stderr: a switch says what it does; anything else (a crash, a
         # failed start, an error) is counted, and the first such line kept as an example.
-        expected = ("the persisted choice now selects", "is ready (")
+        expected = ("the persisted choice now selects", "is ready (", "a signed remote directive rolled back from it")
         troubled, example = 0, None
         for install in self.installs:
             try:
@@ -692,7 +702,8 @@ def report(fleet):
     args, f = fleet.args, fleet.figures
     out = []
     out.append(f"Fleet simulation: {args.installs} supervised installs, remote.interval_s={args.interval}, "
-               f"started {args.start}{'' if args.start == 'together' else f' over {args.spread_over:g} s'}")
+               f"started {args.start}{'' if args.start == 'together' else f' over {args.spread_over:g} s'}, "
+               f"children: {'the sample server (launcher serve)' if args.app == 'serve' else 'the sample asleep (launcher hang, ready by probe)'}")
     out.append(f"  bundle {fleet.app_id} {fleet.current_version} (previous {fleet.previous_version}); "
                f"directive {fleet.url}; installs run as {getattr(fleet, 'user_name', 'this user')}")
     out.append(f"Start: {args.installs} launchers in {fleet.start_seconds:.1f} s; {f.get('ready_installs')} serving "
@@ -773,6 +784,7 @@ def parse_arguments(argv):
     parser.add_argument("--tail", type=float, default=5)
     parser.add_argument("--duration", type=float)
     parser.add_argument("--user")
+    parser.add_argument("--app", choices=("serve", "idle"), default="serve")
     parser.add_argument("--workdir")
     parser.add_argument("--keep", action="store_true")
     parser.add_argument("--json")
