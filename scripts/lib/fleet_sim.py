@@ -40,8 +40,10 @@ OPTIONS:
   --user NAME           run the installs as this user (default: nobody when run as root), so
                         that 1,000 supervisors do not use up root's 128 inotify instances that
                         other programs on the machine need
-  --workdir DIR         where to work (default: a new directory under /tmp); removed at the
-                        end unless --keep
+  --workdir DIR         where to work (default: a new directory under /dev/shm, a tmpfs, when
+                        it has 2 GiB free, else under /tmp): 1,000 installs on one disk
+                        throttle each other's writes (a real fleet has a disk per host);
+                        removed at the end unless --keep
   --keep                keep the work directory (logs, state directories, nginx's log)
   --json FILE           also write the figures as JSON to FILE
   --root DIR            the Switchback checkout (scripts/fleet-sim passes it)
@@ -150,7 +152,9 @@ class Fleet:
     def run_tool(self, argv, what, env=None):
         result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         if result.returncode != 0:
-            raise SimError(f"{what} failed (exit {result.returncode}): {result.stderr.strip()[-2000:]}")
+            lines = result.stderr.strip().splitlines()
+            first_error = next((line for line in lines if line.startswith("Error:")), lines[-1] if lines else "")
+            raise SimError(f"{what} failed (exit {result.returncode}): {first_error.removeprefix('Error: ')}")
         return result.stdout
 
     def make_workdir(self):
@@ -160,14 +164,22 @@ class Fleet:
                 raise SimError(f"the work directory {self.work} is not empty; name a new or empty one with --workdir.")
             os.makedirs(self.work, exist_ok=True)
         else:
-            self.work = tempfile.mkdtemp(prefix="fleet-sim.")
+            base = None
+            try:
+                shm = os.statvfs("/dev/shm")
+                if shm.f_bavail * shm.f_frsize >= 2 << 30:
+                    base = "/dev/shm"
+            except OSError:
+                pass
+            self.work = tempfile.mkdtemp(prefix="fleet-sim.", dir=base)
         # The installs may run as another user: they need to read the bundle and reach their
         # own state directories.
         os.chmod(self.work, 0o755)
         for sub in ("keys", "www", "nginx", "installs", "metrics", "tools"):
             os.makedirs(os.path.join(self.work, sub), exist_ok=True)
         os.chmod(os.path.join(self.work, "keys"), 0o700)
-        log(f"working in {self.work}")
+        self.work_fs = filesystem_type(self.work)
+        log(f"working in {self.work} ({self.work_fs})")
 
     def bundle_supports(self, flag):
         result = subprocess.run([os.path.join(self.root, "scripts/bundle"), "--help"],
@@ -190,13 +202,16 @@ class Fleet:
         self.bundle = os.path.join(self.work, "bundle")
         argv = [bundle_script, "--out", self.bundle, "--supervise",
                 "--directive-url", self.url, "--trust-key", os.path.join(keys, "directive.pub"),
-                "--allow-insecure-http", "--check-interval", str(self.args.interval)]
+                "--allow-insecure-http"]
         if self.args.app == "idle":
             argv += ["--ready", "command:true"]
         self.metrics_dir = None
         if self.bundle_supports("--metrics-dir"):
             self.metrics_dir = os.path.join(self.work, "metrics")
             argv += ["--metrics-dir", self.metrics_dir]
+        # Last: scripts/bundle (on the day this was written) reads the option after a numeric
+        # option's value as that option's minimum, so --check-interval 60 --ready ... fails.
+        argv += ["--check-interval", str(self.args.interval)]
         log("building the fleet's bundle: " + " ".join(argv[1:]))
         self.run_tool(argv, "scripts/bundle")
         manifest = read_key_values(os.path.join(self.bundle, "manifest")) or {}
@@ -653,27 +668,47 @@ http {{
             log(f"kept {self.work}")
 
 
+def filesystem_type(path):
+    """The type of the filesystem holding `path` (the longest mount point above it)."""
+    best, kind = "", "?"
+    with open("/proc/mounts") as handle:
+        for line in handle:
+            fields = line.split()
+            if len(fields) >= 3 and (path == fields[1] or path.startswith(fields[1].rstrip("/") + "/")) \
+                    and len(fields[1]) >= len(best):
+                best, kind = fields[1], fields[2]
+    return kind
+
+
 def summarise_metrics(body, files):
-    """Counts per label value of the fleet's gauges, from node_exporter's /metrics text."""
+    """The fleet view from node_exporter's /metrics text: for each switchback_* metric, how many
+    installs have each (label set, value) once the per-install labels are dropped; for
+    timestamps, the oldest and newest. The same as `count by (...)` in PromQL."""
     view = {"prom_files": files, "series": {}}
     errors = [line for line in body.splitlines() if line.startswith("node_textfile_scrape_error")]
     view["node_textfile_scrape_error"] = errors[0].split()[-1] if errors else None
+    now = time.time()
     for line in body.splitlines():
         if line.startswith("#") or not line.startswith("switchback_"):
             continue
-        name, _, rest = line.partition("{")
-        if not rest:
-            name = line.split()[0]
-            labels = ""
-            value = line.split()[-1]
-        else:
+        name, brace, rest = line.partition("{")
+        if brace:
             labels, _, value = rest.rpartition("}")
-            value = value.strip()
+        else:
+            name, labels, value = line.split()[0], "", line.split()[-1]
+        value = value.strip()
         entry = view["series"].setdefault(name, {"series": 0, "by_labels": {}})
         entry["series"] += 1
-        # Group by every label but the per-install ones.
         kept = ",".join(part for part in split_labels(labels)
-                        if not part.startswith(("install_id=", "instance=", "state_dir=")))
+                        if not part.startswith(("install=", "install_id=", "instance=", "state_dir=", "app_id=", "build=")))
+        if name.endswith("_timestamp_seconds"):
+            try:
+                age = now - float(value)
+            except ValueError:
+                continue
+            entry["oldest_age_s"] = round(max(entry.get("oldest_age_s", age), age), 1)
+            entry["newest_age_s"] = round(min(entry.get("newest_age_s", age), age), 1)
+            continue
         key = f"{{{kept}}} {value}" if kept else value
         entry["by_labels"][key] = entry["by_labels"].get(key, 0) + 1
     return view
@@ -705,7 +740,8 @@ def report(fleet):
                f"started {args.start}{'' if args.start == 'together' else f' over {args.spread_over:g} s'}, "
                f"children: {'the sample server (launcher serve)' if args.app == 'serve' else 'the sample asleep (launcher hang, ready by probe)'}")
     out.append(f"  bundle {fleet.app_id} {fleet.current_version} (previous {fleet.previous_version}); "
-               f"directive {fleet.url}; installs run as {getattr(fleet, 'user_name', 'this user')}")
+               f"directive {fleet.url}; installs run as {getattr(fleet, 'user_name', 'this user')}; "
+               f"state directories on {fleet.work_fs}")
     out.append(f"Start: {args.installs} launchers in {fleet.start_seconds:.1f} s; {f.get('ready_installs')} serving "
                f"{f.get('ready_after_start_s')} s after the first start; {f.get('exited_launchers')} launchers exited")
     r = f.get("resources", {})
@@ -747,10 +783,14 @@ def report(fleet):
     elif view:
         out.append(f"Fleet view (prometheus-node-exporter, textfile collector): {view['prom_files']} .prom files; "
                    f"node_textfile_scrape_error {view['node_textfile_scrape_error']}")
+        out.append("  installs per (labels) value, as count by (...) would give; timestamps as ages:")
         for name, entry in sorted(view["series"].items()):
-            groups = sorted(entry["by_labels"].items(), key=lambda kv: -kv[1])
+            if "oldest_age_s" in entry:
+                out.append(f"  {name}: {entry['series']} series, ages {entry['newest_age_s']}..{entry['oldest_age_s']} s")
+                continue
+            groups = sorted(entry["by_labels"].items(), key=lambda kv: (-kv[1], kv[0]))
             shown = "; ".join(f"{k}: {n}" for k, n in groups[:6]) + ("; ..." if len(groups) > 6 else "")
-            out.append(f"  {name} ({entry['series']} series): {shown}")
+            out.append(f"  {name}: {shown}")
     c99 = f.get("converged_decided", {}).get("p99_s")
     bound = 1.2 * args.interval
     out.append(f"Acceptance (issue 14): 99% converged within 1.2 x interval ({bound:g} s): "
