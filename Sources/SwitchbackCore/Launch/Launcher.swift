@@ -23,6 +23,8 @@ public enum Launcher {
     /// Runs the app and exits with its exit code.
     public static func run(adoptingListeners adopt: ListenerAdoption? = nil) -> Never {
         if let mode = environmentValue(DataDowngrade.modeVariable) { runDowngrade(mode: mode) }
+        // Until the app or the supervisor runs, each directory is checked once.
+        StrictModes.rememberTrustedDirectories()
         guard let bundleRoot = bundleRoot() else {
             fail("cannot find its own executable through /proc/self/exe; run it from a bundle built by scripts/bundle.")
         }
@@ -43,6 +45,7 @@ public enum Launcher {
         if Supervisor.isChild {
             Supervisor.adoptParent()
         } else if Supervisor.isEnabled(manifest: manifest) {
+            StrictModes.forgetTrustedDirectories()
             Supervisor.run(manifest: manifest, directory: directory, trusted: trusted)
         }
 
@@ -132,6 +135,7 @@ public enum Launcher {
         } else if let sentence = loaded.problemSentence {
             printError("launcher: \(sentence)")
         }
+        StrictModes.forgetTrustedDirectories()
         if let adopt { adoptInheritedSockets(adopt) }
         if Supervisor.isChild { Supervisor.reportToParent(slot: decision.slot, build: manifest[decision.slot].sha256) }
         let code = call(slot, manifest: manifest, directory: directory, session: session)

@@ -7,12 +7,17 @@ public enum LibraryStamp {
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for path in paths {
             guard let info = try? FileSystem.status(path) else { return nil }
-            for field in [path] + FileFingerprint(info).fields {
-                for byte in field.utf8 {
-                    hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
-                }
+            // The path's bytes, then the fingerprint's five numbers' bytes: no text is made.
+            for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+            let fingerprint = FileFingerprint(info)
+            for field in [fingerprint.device, fingerprint.inode, UInt64(bitPattern: fingerprint.size),
+                          UInt64(bitPattern: fingerprint.modified), UInt64(bitPattern: fingerprint.changed)] {
                 hash = (hash ^ 0x0A) &* 0x0000_0100_0000_01B3
+                for shift in stride(from: 0, to: 64, by: 8) {
+                    hash = (hash ^ ((field >> UInt64(shift)) & 0xFF)) &* 0x0000_0100_0000_01B3
+                }
             }
+            hash = (hash ^ 0x0A) &* 0x0000_0100_0000_01B3
         }
         return String(hash, radix: 16)
     }

@@ -26,7 +26,14 @@ public struct VerifiedCache: Sendable {
     /// The SHA-256 recorded for `file` with exactly this fingerprint, and the stamp of the
     /// libraries it bound against (if it was opened with RTLD_NOW), if any.
     public func lookup(_ file: String, fingerprint: FileFingerprint) -> (sha256: String, bound: String?)? {
-        entries().first { $0.file == file && $0.fingerprint == fingerprint }.map { ($0.sha256, $0.bound) }
+        // Only the lines of this file are parsed: the launcher looks up at every start.
+        guard let bytes = try? FileSystem.read(path, limit: 64 << 10) else { return nil }
+        var prefix = Array(file.utf8)
+        prefix.append(0x09)
+        for line in bytes.split(separator: 0x0A) where line.starts(with: prefix) {
+            if let entry = Self.parse(line: line), entry.fingerprint == fingerprint { return (entry.sha256, entry.bound) }
+        }
+        return nil
     }
 
     /// Records that `file`, with this fingerprint, hashed to `sha256` (and, with `bound`,
@@ -52,15 +59,17 @@ public struct VerifiedCache: Sendable {
     /// parse, a size outside `ValueRange.fileSize`, a SHA-256 that is not 64 lowercase hex
     /// digits, or an empty file or stamp — is dropped: it only costs one hash.
     public static func parse(_ bytes: [UInt8]) -> [Entry] {
-        bytes.split(separator: 0x0A).compactMap { line in
-            let f = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
-            guard f.count == 8, !f[0].isEmpty, let device = UInt64(f[1]), let inode = UInt64(f[2]),
-                  let size = Int64(f[3]), ValueRange.fileSize.contains(size),
-                  let modified = Int64(f[4]), let changed = Int64(f[5]),
-                  SHA256.isHexDigest(f[6]), !f[7].isEmpty else { return nil }
-            return Entry(file: f[0],
-                         fingerprint: FileFingerprint(device: device, inode: inode, size: size, modified: modified, changed: changed),
-                         sha256: f[6], bound: f[7] == "-" ? nil : f[7])
-        }
+        bytes.split(separator: 0x0A).compactMap(parse(line:))
+    }
+
+    static func parse(line: ArraySlice<UInt8>) -> Entry? {
+        let f = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        guard f.count == 8, !f[0].isEmpty, let device = UInt64(f[1]), let inode = UInt64(f[2]),
+              let size = Int64(f[3]), ValueRange.fileSize.contains(size),
+              let modified = Int64(f[4]), let changed = Int64(f[5]),
+              SHA256.isHexDigest(f[6]), !f[7].isEmpty else { return nil }
+        return Entry(file: f[0],
+                     fingerprint: FileFingerprint(device: device, inode: inode, size: size, modified: modified, changed: changed),
+                     sha256: f[6], bound: f[7] == "-" ? nil : f[7])
     }
 }

@@ -17,6 +17,7 @@ extension Manifest {
                 throw SwitchbackError(.insecurePermissions, "The bundle's \(name) directory \(path) is a symbolic link; refusing to follow it: replace it with the real directory.", path: path)
             }
             try StrictModes.checkOwnerAndMode(info, path: path, what: "bundle's \(name) directory")
+            if info.st_mode & S_IFMT == S_IFDIR { TrustedDirectories.insert(path, strictly: true) }
         }
     }
 

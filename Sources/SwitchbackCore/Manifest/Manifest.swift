@@ -70,28 +70,108 @@ public struct Manifest: Sendable, Equatable {
         }
         let text: KeyValueText
         do { text = try KeyValueText.parse(bytes, describing: "The manifest \(path)") } catch { throw invalid("is not a Switchback manifest") }
-        guard let format = text["format"].flatMap({ Int($0) }) else { throw invalid("has no format line") }
+        // One pass over the lines: the launcher parses the manifest at every start, and a
+        // lookup per field (each a scan of every line, with its key built by concatenation)
+        // cost more than the rest of the parse.
+        var format: String?, appID: String?
+        var fields = (SlotLines(), SlotLines())
+        var numeric: [(key: String, value: String)] = []
+        for (key, value) in text.pairs {
+            if let (slot, field) = SlotField.split(key) {
+                if slot == 0 { fields.0.keepFirst(field, value) } else { fields.1.keepFirst(field, value) }
+            } else if key == "format" {
+                if format == nil { format = value }
+            } else if key == "app_id" {
+                if appID == nil { appID = value }
+            } else if numericSettings.contains(where: { $0.key == key }) {
+                numeric.append((key, value))
+            }
+        }
+        guard let format = format.flatMap({ Int($0) }) else { throw invalid("has no format line") }
         guard format <= currentFormat else { throw invalid("has format \(format), newer than this launcher reads (\(currentFormat))") }
-        guard let appID = text["app_id"], !appID.isEmpty else { throw invalid("has no app_id") }
-        func slot(_ name: String) throws(SwitchbackError) -> SlotRecord {
-            guard let version = text[name + ".version"], let abi = text[name + ".abi"],
-                  let size = text[name + ".size"].flatMap({ Int64($0) }),
-                  let sha = text[name + ".sha256"], SHA256.isHexDigest(sha) else {
+        guard let appID, !appID.isEmpty else { throw invalid("has no app_id") }
+        func slot(_ field: SlotLines, _ name: String) throws(SwitchbackError) -> SlotRecord {
+            guard let version = field.version, let abi = field.abi, let size = field.size.flatMap({ Int64($0) }),
+                  let sha = field.sha256, SHA256.isHexDigest(sha) else {
                 throw invalid("has no complete record of the \(name) slot")
             }
             guard ValueRange.fileSize.contains(size) else {
                 throw invalid("has an invalid \(name).size line: \(ValueRange.describe(String(size), ValueRange.fileSize))")
             }
-            let needed = (text[name + ".needed"] ?? "").utf8.split(separator: 0x2C).map { String(Substring($0)) }
-            return SlotRecord(version: version, build: text[name + ".build"] ?? "", abiStamp: abi, size: size,
+            let needed = splitList(field.needed ?? "")
+            return SlotRecord(version: version, build: field.build ?? "", abiStamp: abi, size: size,
                               sha256: sha, needed: needed)
         }
-        let manifest = Manifest(appID: appID, current: try slot("current"), previous: try slot("previous"), settings: text)
-        // Numeric settings: a value that does not read, or is out of range, is damage.
-        for (key, range) in numericSettings {
-            _ = try text.integer(key, in: range) { invalid($0) }
+        let manifest = Manifest(appID: appID, current: try slot(fields.0, "current"), previous: try slot(fields.1, "previous"), settings: text)
+        // Numeric settings: a value that does not read, or is out of range, is damage. Only
+        // the first line of a key counts, as for every lookup.
+        var seen: [String] = []
+        for (key, value) in numeric where !seen.contains(key) {
+            seen.append(key)
+            let range = numericSettings.first { $0.key == key }!.range
+            guard let number = Int(value), range.contains(number) else {
+                throw invalid("has an invalid \(key) line: \(ValueRange.describe("'\(value.prefix(40))'", range))")
+            }
         }
         return manifest
+    }
+
+    /// A comma-separated list's non-empty items.
+    static func splitList(_ text: String) -> [String] {
+        var result: [String] = []
+        var text = text
+        text.withUTF8 { bytes in
+            var start = 0
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == 0x2C {
+                if index > start { result.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)) }
+                start = index + 1
+            }
+        }
+        return result
+    }
+
+    /// One slot's lines as the parse finds them (the first of each key counts).
+    struct SlotLines {
+        var version, build, abi, size, sha256, needed: String?
+
+        mutating func keepFirst(_ field: SlotField, _ value: String) {
+            switch field {
+            case .version: if version == nil { version = value }
+            case .build: if build == nil { build = value }
+            case .abi: if abi == nil { abi = value }
+            case .size: if size == nil { size = value }
+            case .sha256: if sha256 == nil { sha256 = value }
+            case .needed: if needed == nil { needed = value }
+            }
+        }
+    }
+
+    /// The per-slot lines: `current.version`, `previous.sha256`, ...
+    enum SlotField {
+        case version, build, abi, size, sha256, needed
+
+        /// The slot index (0 current, 1 previous) and field of `key`, if it is a slot line.
+        static func split(_ key: String) -> (Int, SlotField)? {
+            // Bytes, not Substrings: this runs for every line at every start.
+            var key = key
+            return key.withUTF8 { bytes -> (Int, SlotField)? in
+                let slot: Int, rest: UnsafeBufferPointer<UInt8>
+                if bytes.count > 8, bytes[7] == 0x2E, bytes.starts(with: "current.".utf8) {
+                    slot = 0
+                    rest = UnsafeBufferPointer(rebasing: bytes[8...])
+                } else if bytes.count > 9, bytes[8] == 0x2E, bytes.starts(with: "previous.".utf8) {
+                    slot = 1
+                    rest = UnsafeBufferPointer(rebasing: bytes[9...])
+                } else {
+                    return nil
+                }
+                for (name, field) in [("version", SlotField.version), ("build", .build), ("abi", .abi), ("size", .size),
+                                      ("sha256", .sha256), ("needed", .needed)] where rest.elementsEqual(name.utf8) {
+                    return (slot, field)
+                }
+                return nil
+            }
+        }
     }
 
     /// The numeric settings and their ranges (docs/fuzzing.md): durations up to 2^31 - 1

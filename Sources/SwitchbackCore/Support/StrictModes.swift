@@ -24,11 +24,11 @@ public enum StrictModes {
     /// and not writable by group or others; `sticky` accepts a world-writable sticky
     /// directory (an ancestor). `what` names the file in the sentence ("state directory").
     public static func checkOwnerAndMode(_ info: stat, path: String, what: @autoclosure () -> String, sticky: Bool = false) throws(SwitchbackError) {
-        let me = geteuid()
         let mode = info.st_mode & 0o7777
         // Built only on refusal: this runs some 40 times per start.
         func found() -> String { "owner uid \(info.st_uid), mode \(String(mode, radix: 8))" }
-        if info.st_uid != me && info.st_uid != 0 {
+        if info.st_uid != 0 && info.st_uid != geteuid() {
+            let me = geteuid()
             throw SwitchbackError(.insecurePermissions, "The \(what()) \(path) is owned by another user (\(found())); refusing to trust it: run 'chown \(me) \(path)' or remove it.", path: path)
         }
         if mode & mode_t(S_IWGRP | S_IWOTH) != 0 && !(sticky && mode & mode_t(S_ISVTX) != 0) {
@@ -42,12 +42,22 @@ public enum StrictModes {
     /// may not); the last component itself is only resolved — callers open it with
     /// `O_NOFOLLOW` and check the descriptor. With `followLast: false` a link as the last
     /// component is refused. Returns nil when a component does not exist.
+    ///
+    /// One `lstat` per component: the status that showed a component to be a directory is
+    /// the one its check reads when the walk descends into it. Within a start
+    /// (`rememberingTrustedDirectories`), a directory that passed is not walked again.
     public static func resolve(_ path: String, what: String, followLast: Bool = true, strictHolder: Bool = true) throws(SwitchbackError) -> String? {
+        try walk(path, what: what, followLast: followLast, strictHolder: strictHolder)?.path
+    }
+
+    /// `resolve`, with the `lstat` of the resolved path when the walk made one.
+    static func walk(_ path: String, what: String, followLast: Bool, strictHolder: Bool) throws(SwitchbackError) -> (path: String, status: stat?)? {
         guard path.utf8.first == 0x2F else {
             throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is a relative path; refusing to trust it: give an absolute path.", path: path)
         }
-        var pending = components(path).reversed() as [Substring]
+        var pending = components(path).reversed() as [String]
         var resolved = ""
+        var resolvedInfo: stat?  // the lstat of `resolved`, a real directory, when the walk has it
         var links = 0
         var checked: (directory: String, strictly: Bool)?  // the directory most recently checked
         while let component = pending.popLast() {
@@ -55,6 +65,7 @@ public enum StrictModes {
             if component == ".." {
                 resolved = FileSystem.parentDirectory(of: resolved.isEmpty ? "/" : resolved)
                 if resolved == "/" { resolved = "" }
+                resolvedInfo = nil
                 continue
             }
             let directory = resolved.isEmpty ? "/" : resolved
@@ -62,12 +73,25 @@ public enum StrictModes {
             // sticky exception there (unless the caller checks that directory itself).
             let strictly = pending.isEmpty && strictHolder
             if checked?.directory != directory || (strictly && checked?.strictly == false) {
-                guard let info = try linkStatus(directory) else { return nil }
-                try checkOwnerAndMode(info, path: directory, what: pending.isEmpty ? "directory of the \(what)" : "directory above the \(what)",
-                                      sticky: !strictly)
+                if !TrustedDirectories.contains(directory, strictly: strictly) {
+                    var status = resolvedInfo
+                    if status == nil { status = try linkStatus(directory) }
+                    guard let info = status else { return nil }
+                    try checkOwnerAndMode(info, path: directory, what: pending.isEmpty ? "directory of the \(what)" : "directory above the \(what)",
+                                          sticky: !strictly)
+                    TrustedDirectories.insert(directory, strictly: strictly || info.st_mode & mode_t(S_IWGRP | S_IWOTH) == 0)
+                }
                 checked = (directory, strictly)
             }
-            let candidate = resolved + "/" + component
+            var candidate = resolved
+            candidate += "/"
+            candidate += component
+            // A directory checked earlier in this start is a real directory: no lstat.
+            if !pending.isEmpty && TrustedDirectories.contains(candidate, strictly: false) {
+                resolved = candidate
+                resolvedInfo = nil
+                continue
+            }
             guard let info = try linkStatus(candidate) else { return nil }
             if info.st_mode & S_IFMT == S_IFLNK {
                 if pending.isEmpty && !followLast {
@@ -83,14 +107,18 @@ public enum StrictModes {
                     throw SwitchbackError(.insecurePermissions, "The \(what) \(path) goes through more than \(maximumLinks) symbolic links; refusing to follow them: point to the file directly.", path: path)
                 }
                 guard let target = readLink(candidate) else { return nil }
-                if target.utf8.first == 0x2F { resolved = "" }
+                if target.utf8.first == 0x2F {
+                    resolved = ""
+                    resolvedInfo = nil
+                }
                 pending.append(contentsOf: components(target).reversed())
                 continue
             }
             if !pending.isEmpty && info.st_mode & S_IFMT != S_IFDIR { return nil }
             resolved = candidate
+            resolvedInfo = info
         }
-        return resolved.isEmpty ? "/" : resolved
+        return resolved.isEmpty ? ("/", nil) : (resolved, resolvedInfo)
     }
 
     /// Checks the directory at `path`, the top of a trusted tree (the bundle root, the state
@@ -105,12 +133,16 @@ public enum StrictModes {
     /// `checkDirectory`, for a directory that may itself be reached through links (the
     /// directory of a library, /lib → usr/lib): returns it resolved, or nil when missing.
     static func resolveDirectory(_ path: String, what: String, followLast: Bool = true) throws(SwitchbackError) -> String? {
-        guard let resolved = try resolve(path, what: what, followLast: followLast, strictHolder: false),
-              let info = try linkStatus(resolved) else { return nil }
+        guard let (resolved, status) = try walk(path, what: what, followLast: followLast, strictHolder: false) else { return nil }
+        if TrustedDirectories.contains(resolved, strictly: true) { return resolved }
+        var known = status
+        if known == nil { known = try linkStatus(resolved) }
+        guard let info = known else { return nil }
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is not a directory; refusing to use it: remove it or choose another path.", path: path)
         }
         try checkOwnerAndMode(info, path: resolved, what: what)
+        TrustedDirectories.insert(resolved, strictly: true)
         return resolved
     }
 
@@ -157,7 +189,58 @@ public enum StrictModes {
         return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    static func components(_ path: String) -> [Substring] {
-        path.utf8.split(separator: 0x2F, omittingEmptySubsequences: true).map { Substring($0) }
+    /// The non-empty components of `path`, as Strings (most fit inline, without allocating):
+    /// a generic split and Substring appends cost more than the walk's system calls.
+    static func components(_ path: String) -> [String] {
+        var result: [String] = []
+        var path = path
+        path.withUTF8 { bytes in
+            var start = 0
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == 0x2F {
+                if index > start { result.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)) }
+                start = index + 1
+            }
+        }
+        return result
     }
+}
+
+/// The directories a start has already checked, so that the walks to the bundle, the
+/// manifest, the slot and the state directory do not `lstat` the same ancestors again (a
+/// steady-state start walked /, each directory above the bundle and the bundle itself three
+/// times). Off unless `StrictModes.rememberingTrustedDirectories` turned it on: only the
+/// launcher does, for its single-threaded start, and forgets before the app or the
+/// supervisor runs. Remembering is safe for that long: a directory owned by this user or
+/// root and writable by no one else can only be changed — its mode, its owner, the entries
+/// the walk went through — by this user or root, whom the checks trust anyway.
+enum TrustedDirectories {
+    /// Each checked directory (resolved: a real directory, not a link), and whether it
+    /// passed the strict check (no sticky exception).
+    nonisolated(unsafe) static var checked: [(path: String, strictly: Bool)]?
+
+    static func contains(_ path: String, strictly: Bool) -> Bool {
+        guard let checked else { return false }
+        return checked.contains { $0.path == path && ($0.strictly || !strictly) }
+    }
+
+    static func insert(_ path: String, strictly: Bool) {
+        guard checked != nil else { return }
+        if let index = checked!.firstIndex(where: { $0.path == path }) {
+            checked![index].strictly = checked![index].strictly || strictly
+        } else {
+            checked!.append((path, strictly))
+        }
+    }
+}
+
+extension StrictModes {
+    /// From here the walks remember the directories they checked (see `TrustedDirectories`).
+    /// Not for concurrent use: the launcher's single-threaded start only.
+    static func rememberTrustedDirectories() {
+        TrustedDirectories.checked = []
+        TrustedDirectories.checked!.reserveCapacity(16)
+    }
+
+    /// Forgets them: every later walk checks every directory again.
+    static func forgetTrustedDirectories() { TrustedDirectories.checked = nil }
 }
