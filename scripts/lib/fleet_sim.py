@@ -788,7 +788,9 @@ def report(fleet):
             if "oldest_age_s" in entry:
                 out.append(f"  {name}: {entry['series']} series, ages {entry['newest_age_s']}..{entry['oldest_age_s']} s")
                 continue
-            groups = sorted(entry["by_labels"].items(), key=lambda kv: (-kv[1], kv[0]))
+            # A labelled 0/1 flag says the same in its 1s: its 0s are left out.
+            groups = sorted(((k, n) for k, n in entry["by_labels"].items() if not (k.startswith("{") and k.endswith("} 0"))),
+                            key=lambda kv: (-kv[1], kv[0]))
             shown = "; ".join(f"{k}: {n}" for k, n in groups[:6]) + ("; ..." if len(groups) > 6 else "")
             out.append(f"  {name}: {shown}")
     c99 = f.get("converged_decided", {}).get("p99_s")
