@@ -215,6 +215,7 @@ class Fleet:
         log("building the fleet's bundle: " + " ".join(argv[1:]))
         self.run_tool(argv, "scripts/bundle")
         manifest = read_key_values(os.path.join(self.bundle, "manifest")) or {}
+        self.commit = manifest.get("current.build", "?")
         self.app_id = manifest.get("app_id")
         self.current_version = manifest.get("current.version")
         self.previous_version = manifest.get("previous.version")
@@ -739,7 +740,7 @@ def report(fleet):
     out.append(f"Fleet simulation: {args.installs} supervised installs, remote.interval_s={args.interval}, "
                f"started {args.start}{'' if args.start == 'together' else f' over {args.spread_over:g} s'}, "
                f"children: {'the sample server (launcher serve)' if args.app == 'serve' else 'the sample asleep (launcher hang, ready by probe)'}")
-    out.append(f"  bundle {fleet.app_id} {fleet.current_version} (previous {fleet.previous_version}); "
+    out.append(f"  bundle {fleet.app_id} {fleet.current_version} build {fleet.commit} (previous {fleet.previous_version}); "
                f"directive {fleet.url}; installs run as {getattr(fleet, 'user_name', 'this user')}; "
                f"state directories on {fleet.work_fs}")
     out.append(f"Start: {args.installs} launchers in {fleet.start_seconds:.1f} s; {f.get('ready_installs')} serving "
