@@ -150,7 +150,24 @@ class Fleet:
     # --- setup ---------------------------------------------------------------------
 
     def run_tool(self, argv, what, env=None):
-        result = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        # In its own process group, so that an interrupted run stops the build too (a Ctrl-C
+        # in a terminal reaches the group; a SIGTERM to this script alone would not).
+        process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                   start_new_session=True)
+        try:
+            stdout, stderr = process.communicate()
+        except BaseException:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+            raise
+        result = subprocess.CompletedProcess(argv, process.returncode, stdout, stderr)
         if result.returncode != 0:
             lines = result.stderr.strip().splitlines()
             first_error = next((line for line in lines if line.startswith("Error:")), lines[-1] if lines else "")
