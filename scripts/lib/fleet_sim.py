@@ -176,10 +176,13 @@ class Fleet:
 
     def make_workdir(self):
         if self.args.workdir:
-            self.work = os.path.abspath(self.args.workdir)
-            if os.path.exists(self.work) and os.listdir(self.work):
-                raise SimError(f"the work directory {self.work} is not empty; name a new or empty one with --workdir.")
-            os.makedirs(self.work, exist_ok=True)
+            work = os.path.abspath(self.args.workdir)
+            # Checked before it becomes the run's (and cleanup's): a directory with something
+            # in it is never the script's to remove.
+            if os.path.exists(work) and (not os.path.isdir(work) or os.listdir(work)):
+                raise SimError(f"the work directory {work} is not empty; name a new or empty one with --workdir.")
+            os.makedirs(work, exist_ok=True)
+            self.work = work
         else:
             base = None
             try:
