@@ -198,6 +198,13 @@ class Fleet:
         for sub in ("keys", "www", "nginx", "installs", "metrics", "tools"):
             os.makedirs(os.path.join(self.work, sub), exist_ok=True)
         os.chmod(os.path.join(self.work, "keys"), 0o700)
+        if self.uid is not None and self.uid != os.geteuid():
+            parent = os.path.dirname(self.work)
+            while parent != "/":
+                if not os.stat(parent).st_mode & 0o001:
+                    raise SimError(f"the installs run as {self.user_name} and cannot reach {self.work} ({parent} is closed to "
+                                   f"other users); pick a directory under /tmp or /dev/shm, or pass --user root.")
+                parent = os.path.dirname(parent)
         self.work_fs = filesystem_type(self.work)
         log(f"working in {self.work} ({self.work_fs})")
 
