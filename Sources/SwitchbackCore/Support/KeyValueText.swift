@@ -40,7 +40,9 @@ public struct KeyValueText: Sendable, Equatable {
         // One validation of the whole file, then lines cut from the bytes and decoded from
         // valid UTF-8 (the stdlib's fast path): the launcher parses the manifest and the state
         // at every start.
-        guard String(validating: bytes, as: UTF8.self) != nil else {
+        // ASCII, the usual case, is valid UTF-8: one pass over the bytes, no String made.
+        let ascii = bytes.withUnsafeBufferPointer { all in all.allSatisfy { $0 < 0x80 } }
+        guard ascii || String(validating: bytes, as: UTF8.self) != nil else {
             throw SwitchbackError(.stateInvalid, "\(what) is not UTF-8 text.")
         }
         var result = KeyValueText()
