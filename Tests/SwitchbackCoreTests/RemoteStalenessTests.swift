@@ -1,0 +1,65 @@
+import Testing
+@testable import SwitchbackCore
+
+@Suite struct RemoteStalenessTests {
+    @Test func freshWhileTheHeldDirectiveIsValidAndVerifiedRecently() {
+        var record = RemoteRecord()
+        record.firstAttemptAt = 1_000
+        record.lastVerifiedAt = 2_000
+        record.heldExpiresAt = 10_000
+        #expect(record.staleness(now: 2_500, maxStalenessSeconds: 3_600) == nil)
+        #expect(RemoteRecord().staleness(now: 2_500, maxStalenessSeconds: 1) == nil)
+    }
+
+    @Test func staleOnceTheHeldDirectiveExpires() throws {
+        var record = RemoteRecord()
+        record.lastVerifiedAt = 2_000
+        record.heldExpiresAt = 3_000
+        let stale = try #require(record.staleness(now: 3_000, maxStalenessSeconds: 86_400))
+        #expect(stale.cause == .heldDirectiveExpired)
+        #expect(stale.since == 3_000)
+        #expect(stale.description.hasPrefix("Stale since 1970-01-01 00:50:00 UTC: the directive it holds expired"))
+        #expect(stale.description.contains("rollbackctl sign --renew"))
+        #expect(stale.description.hasSuffix("The decision stays."))
+    }
+
+    @Test func staleWhenNothingVerifiedWithinTheLimit() throws {
+        var record = RemoteRecord()
+        record.lastVerifiedAt = 2_000
+        record.heldExpiresAt = 100_000
+        #expect(record.staleness(now: 5_599, maxStalenessSeconds: 3_600) == nil)
+        let stale = try #require(record.staleness(now: 5_600, maxStalenessSeconds: 3_600))
+        #expect(stale.cause == .notVerifiedRecently)
+        #expect(stale.since == 5_600)
+        #expect(stale.description.contains("(the limit is 1 h)"))
+    }
+
+    @Test func aNeverVerifiedInstallCountsFromItsFirstCheck() throws {
+        var record = RemoteRecord()
+        record.firstAttemptAt = 1_000
+        record.lastAttemptAt = 1_500
+        #expect(record.staleness(now: 1_059, maxStalenessSeconds: 60) == nil)
+        let stale = try #require(record.staleness(now: 1_060, maxStalenessSeconds: 60))
+        #expect(stale.cause == .notVerifiedRecently)
+        #expect(stale.description.contains("no directive has verified in the 1 min since its first check"))
+    }
+
+    @Test func theEarlierCauseWins() throws {
+        var record = RemoteRecord()
+        record.lastVerifiedAt = 1_000
+        record.heldExpiresAt = 1_500
+        let stale = try #require(record.staleness(now: 9_000, maxStalenessSeconds: 3_600))
+        #expect(stale.cause == .heldDirectiveExpired)
+        #expect(stale.since == 1_500)
+    }
+
+    @Test func theNewFieldsRoundTrip() throws {
+        var record = RemoteRecord()
+        record.firstAttemptAt = 1_000
+        record.highestSeenSerial = 7
+        record.lastVerifiedAt = 2_000
+        record.heldExpiresAt = 3_000
+        record.consecutiveFailures = 2
+        #expect(try RemoteRecord.parse(record.serialized(), path: "remote") == record)
+    }
+}
