@@ -41,6 +41,9 @@ public struct RemoteRecord: Sendable, Equatable {
     public var lastVerifiedAt: Int64?
     /// The expiry of the directive last verified: once past, the install is stale.
     public var heldExpiresAt: Int64?
+    /// The `since` of the stale episode already written to the history (one `remote_stale`
+    /// event per episode); cleared when the install is fresh again.
+    public var staleReportedSince: Int64?
     /// Checks in a row that did not reach the server or got no authentic answer (the backoff's
     /// input): 0 after a successful check (applied, unchanged, not applicable), one more after
     /// any other outcome (unreachable, refused, not applied).
@@ -72,6 +75,7 @@ public struct RemoteRecord: Sendable, Equatable {
         add("last_verified_at", lastVerifiedAt.map { String($0) })
         add("held_expires_at", heldExpiresAt.map { String($0) })
         add("consecutive_failures", consecutiveFailures.map { String($0) })
+        add("stale_reported_since", staleReportedSince.map { String($0) })
         add("etag", etag)
         add("last_modified", lastModified)
         add("validators_url", validatorsURL)
@@ -103,6 +107,7 @@ public struct RemoteRecord: Sendable, Equatable {
         record.lastVerifiedAt = try text.integer("last_verified_at", in: ValueRange.unixTime, invalid: invalid)
         record.heldExpiresAt = try text.integer("held_expires_at", in: ValueRange.unixTime, invalid: invalid)
         record.consecutiveFailures = try text.integer("consecutive_failures", in: 0...1_000_000, invalid: invalid)
+        record.staleReportedSince = try text.integer("stale_reported_since", in: ValueRange.unixTime, invalid: invalid)
         record.etag = text["etag"]
         record.lastModified = text["last_modified"]
         record.validatorsURL = text["validators_url"]
