@@ -63,3 +63,32 @@ import Testing
         #expect(try RemoteRecord.parse(record.serialized(), path: "remote") == record)
     }
 }
+
+@Suite struct ConditionalCheckRuleTests {
+    func verified(at time: Int64) -> RemoteRecord {
+        var record = RemoteRecord()
+        record.lastVerifiedAt = time
+        record.lastSuccessAt = time
+        record.outcome = "applied"
+        return record
+    }
+
+    @Test func validatorsAreSentAfterAVerifiedDirective() {
+        #expect(verified(at: 1_000).mayUseValidators(now: 1_060, maxStalenessSeconds: 86_400))
+    }
+
+    @Test func neverTwo304sInARow() {
+        var record = verified(at: 1_000)
+        record.outcome = "unchanged"
+        record.code = "not_modified"
+        #expect(!record.mayUseValidators(now: 1_000, maxStalenessSeconds: 86_400))
+        record.code = nil  // the same serial fetched again: a verified 200
+        #expect(record.mayUseValidators(now: 1_000, maxStalenessSeconds: 86_400))
+    }
+
+    @Test func unconditionalWhenNeverVerifiedOrHalfWayToStale() {
+        #expect(!RemoteRecord().mayUseValidators(now: 1_000, maxStalenessSeconds: 86_400))
+        #expect(verified(at: 1_000).mayUseValidators(now: 1_000 + 43_199, maxStalenessSeconds: 86_400))
+        #expect(!verified(at: 1_000).mayUseValidators(now: 1_000 + 43_200, maxStalenessSeconds: 86_400))
+    }
+}

@@ -86,15 +86,15 @@ extension RemoteRecord {
     /// Whether the next check may send the remembered validators (`If-None-Match`,
     /// `If-Modified-Since`), so that a change is seen within two checks whatever the server's
     /// validators are worth:
-    /// - never right after a check that was answered 304 (its last success is later than its
-    ///   last verified directive): a 304 is never followed by another, so a server whose
-    ///   validators miss a change (nginx's mtime-size ETag, a directive replaced within the same
-    ///   second at the same size) is asked unconditionally at the next check;
+    /// - never right after a check that was answered 304 (outcome `unchanged`, code
+    ///   `not_modified`): a 304 is never followed by another, so a server whose validators miss
+    ///   a change (nginx's mtime-size ETag, a directive replaced within the same second at the
+    ///   same size) is asked unconditionally at the next check;
     /// - never when no directive has verified within half the staleness limit, so a fresh
     ///   directive is fetched (and freshness proved) well before the install goes stale.
     public func mayUseValidators(now: Int64, maxStalenessSeconds: Int64) -> Bool {
         guard let verified = lastVerifiedAt else { return false }
-        if let success = lastSuccessAt, success > verified { return false }
+        if outcome == "unchanged" && code == "not_modified" { return false }
         return now - verified < max(1, maxStalenessSeconds) / 2
     }
 }
