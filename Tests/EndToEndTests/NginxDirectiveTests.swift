@@ -160,7 +160,7 @@ import Glibc
         #expect(remote["stale_cause"] as? String == "held_directive_expired")
         #expect(remote["stale_since"] as? String == expiry)
         let sentence = try #require(remote["stale_reason"] as? String)
-        #expect(sentence.hasPrefix("Stale since "))
+        #expect(sentence.hasPrefix("Stale: the directive this install holds expired at "))
         #expect(sentence.contains("rollbackctl sign --renew"))
         #expect(frozen.stderr == "Warning: \(sentence)\n")
         #expect(try t.rollbackctl("status").stdout.contains("\nRemote: \(sentence)\n"))

@@ -37,16 +37,16 @@ public struct RemoteStaleness: Sendable, Equatable {
         let what: String
         switch cause {
         case .heldDirectiveExpired:
-            what = "the directive it holds expired at \(formatUTC(since)) and no newer one has verified since"
+            what = "the directive this install holds expired at \(formatUTC(since)) and none has verified since"
         case .notVerifiedRecently:
             let limit = Self.durationText(maxStalenessSeconds)
             if let lastVerifiedAt {
                 what = "no directive has verified since \(formatUTC(lastVerifiedAt)) (the limit is \(limit))"
             } else {
-                what = "no directive has verified in the \(limit) since its first check"
+                what = "no directive has verified in the \(limit) since this install's first check"
             }
         }
-        return "Stale since \(formatUTC(since)): \(what); publish a fresh directive (rollbackctl sign --renew) and check that this install can reach the server. The decision stays."
+        return "Stale: \(what); the decision stays, so publish a fresh directive (rollbackctl sign --renew) and check that this install reaches the server."
     }
 
     /// "86400 s (1 d)", "90 s", "2 h".
