@@ -245,6 +245,10 @@ import Glibc
         #expect(dropping.status == 64)
         #expect(dropping.stderr.hasPrefix("Error: '--renew' keeps the directive's fields; drop '--decision' (or sign a new directive without '--renew').\n"))
 
+        let backwards = try t.rollbackctl("sign", "--renew", path, "--key", fleet.keys + "/directive.key", "--serial", "5")
+        #expect(backwards.status == 1)
+        #expect(backwards.stderr == "Error: The new serial 5 is not above \(path)'s serial 5, so installs would refuse it as a replay; give a higher '--serial' or none.\n")
+
         let missing = try t.rollbackctl("sign", "--renew", t.directory + "/nothing.json", "--key", fleet.keys + "/directive.key")
         #expect(missing.status == 1)
         #expect(missing.stderr.hasPrefix("Error: Could not read \(t.directory)/nothing.json: "))
