@@ -31,6 +31,16 @@ struct BoundedFetchTests {
         }
     }
 
+    @Test func headersPast64KiBAreRefused() async throws {
+        try await withHostileServer { server in
+            let (result, elapsed) = await timedSync(server.url("/huge-headers"))
+            #expect(result.outcome.refusalCode == .bodyTooLarge)
+            #expect(result.description == "The answer from \(server.url("/huge-headers").absoluteString) has more than 64 KiB of headers; serve only the signed directive file there.")
+            expectOneSentence(result.description)
+            expectWithinDeadline(elapsed)
+        }
+    }
+
     @Test func theRequestAsksForIdentityAndHoldsAtMostTheCap() async throws {
         // A cap of 1000 bytes against a 50 MB body: the fetcher's own buffer is the cap.
         try await withHostileServer { server in

@@ -21,6 +21,7 @@ Paths:
   /gzip-bomb-stream     200, Content-Encoding: gzip, chunked: 1 GB of zeros gzipped on the fly
   /endless-chunked      200, Transfer-Encoding: chunked, 64 KiB chunks for ever (bounded by
                         MAX_STREAM_SECONDS and the client leaving)
+  /huge-headers          200 with 100 headers of 1000 bytes each (100 KB of headers), then a body
   /not-modified-forever/<name>
                         304 to any request that carries If-None-Match or If-Modified-Since,
                         else <root>/<name> with ETag and Last-Modified (a frozen mirror)
@@ -99,6 +100,14 @@ class Handler(BaseHTTPRequestHandler):
             return self.bomb_stream()
         if path == "/endless-chunked":
             return self.endless_chunked()
+        if path == "/huge-headers":
+            self.send_response(200)
+            for i in range(100):
+                self.send_header("X-Filler-%d" % i, "y" * 1000)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+            return
         if path.startswith("/not-modified-forever/"):
             if self.headers.get("If-None-Match") or self.headers.get("If-Modified-Since"):
                 self.send_response(304)
