@@ -115,7 +115,7 @@ struct SyncCommand {
                 }
                 let succeeded = applyFailure == nil && result.isSuccessfulCheck
                 record.consecutiveFailures = succeeded ? 0 : (record.consecutiveFailures ?? 0) + 1
-                becameStale = try Self.recordStaleness(in: &record, now: now, settings: settings, workspace: workspace)
+                becameStale = Self.recordStaleness(in: &record, now: now, settings: settings, workspace: workspace)
                 if let applyFailure {
                     record.outcome = "not_applied"
                     record.code = applyFailureCode
@@ -153,16 +153,22 @@ struct SyncCommand {
     /// Writes one `remote_stale` history event when the install has just become stale (once
     /// per episode: `staleReportedSince` remembers it until the install is fresh again), and
     /// returns the staleness when it did. Called under the state lock, with the record updated.
+    /// A history that cannot be written does not cost the check's record: the event is tried
+    /// again at the next sync.
     static func recordStaleness(in record: inout RemoteRecord, now: Int64, settings: RemoteSettings,
-                                workspace: Workspace) throws(SwitchbackError) -> RemoteStaleness? {
+                                workspace: Workspace) -> RemoteStaleness? {
         guard let staleness = record.staleness(now: now, maxStalenessSeconds: settings.maxStalenessSeconds) else {
             record.staleReportedSince = nil
             return nil
         }
         guard record.staleReportedSince == nil else { return nil }
         let slot: BuildSlot = workspace.store.load().state.rollback ? .previous : .current
-        try HistoryLog(path: workspace.directory.historyPath).append(
-            HistoryEvent(time: now, kind: .remoteStale, from: slot, to: slot, source: .remote, reason: staleness.description))
+        do {
+            try HistoryLog(path: workspace.directory.historyPath).append(
+                HistoryEvent(time: now, kind: .remoteStale, from: slot, to: slot, source: .remote, reason: staleness.description))
+        } catch {
+            return staleness
+        }
         record.staleReportedSince = staleness.since
         return staleness
     }
