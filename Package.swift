@@ -57,11 +57,15 @@ let package = Package(
         .executableTarget(name: "rollbackctl", dependencies: ["RollbackCtlKit"]),
         // Remote directives (docs/remote.md): the system's libcrypto through a module map,
         // Ed25519 and SHA-256 over it, and the signed directive's format, fetch and checks.
-        // Only rollbackctl-remote links these: FoundationNetworking costs ~9 ms and libcrypto
+        // Only rollbackctl-remote links these: Foundation costs ~2-3 ms and libcrypto
         // ~2 ms at every start, which neither the launcher nor `rollbackctl status` may pay.
         .systemLibrary(name: "CSwitchbackCrypto", path: "Sources/CSwitchbackCrypto"),
         .target(name: "SwitchbackCrypto", dependencies: ["CSwitchbackCrypto"]),
-        .target(name: "SwitchbackRemote", dependencies: ["SwitchbackCrypto"]),
+        // One bounded HTTP GET over the system's libcurl (dlopen'ed; never told to decode a
+        // body): URLSession could not be bounded (it always lets libcurl inflate gzip and
+        // queues every chunk without back-pressure; docs/remote.md, "Bounded memory and time").
+        .target(name: "CSwitchbackHTTP"),
+        .target(name: "SwitchbackRemote", dependencies: ["SwitchbackCrypto", "CSwitchbackHTTP"]),
         // `rollbackctl sync|keygen|sign`: rollbackctl executes this program for them.
         .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote"]),
         .executableTarget(name: "rollbackctl-remote", dependencies: ["RemoteCtlKit"]),

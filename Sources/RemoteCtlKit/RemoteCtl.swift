@@ -9,7 +9,12 @@ public enum RemoteCtl {
         RollbackCtl.main(arguments, console: console) { (name, parsed, bundle, stateDirectory, console) throws(CommandError) in
             switch name {
             case "keygen": try KeygenCommand(parsed).run(console)
-            case "sign": try SignCommand(parsed, bundle: bundle, stateDirectory: stateDirectory).run(console)
+            case "sign":
+                if let file = parsed.options["--renew"] {
+                    try RenewCommand(parsed, file: file).run(console)
+                } else {
+                    try SignCommand(parsed, bundle: bundle, stateDirectory: stateDirectory).run(console)
+                }
             case "sync":
                 let workspace = try Workspace.open(bundle: bundle, stateDirectory: stateDirectory)
                 try SyncCommand(parsed, workspace: workspace).run(console)

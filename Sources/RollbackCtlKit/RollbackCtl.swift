@@ -72,7 +72,7 @@ public enum RollbackCtl {
         case "keygen": valued.insert("--out")
         case "sign":
             valued.formUnion(["--decision", "--reason", "--serial", "--expires-in", "--expires-at", "--issued-at",
-                              "--rollout-percent", "--app-id", "--out"])
+                              "--rollout-percent", "--app-id", "--out", "--renew"])
             repeated = ["--key", "--applies-to"]
         case "rollback": valued.insert("--reason"); flags = ["--force"]
         case "rollforward": valued.insert("--reason")

@@ -44,8 +44,10 @@ import Glibc
                 "--reason", "\(decision == "previous" ? "rollback" : "rollforward") \(serial)", "--out", path,
             ] + extra)
             try #require(result.status == 0, "sign: \(result)")
-            // Static hosts date files to the second: make each publication visibly newer.
-            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(Double(serial))], ofItemAtPath: path)
+            // Static hosts date files to the second: make each publication visibly newer, and
+            // settled (a day old): validators of a file modified within 2 s of the answer are
+            // not kept, so a just-written file would never be answered 304.
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-86_400 + Double(serial))], ofItemAtPath: path)
             return path
         }
 

@@ -16,6 +16,9 @@ struct AcceptanceTests {
                 // 1. The operator publishes a rollback for the bad 2.3.0.
                 let rollback = TestFixtures.directive(serial: 1, decision: .runPrevious)
                 try TestFixtures.signed(rollback).write(to: file)
+                // Published an hour ago: validators of a file modified within 2 s of the answer
+                // are not kept (ConditionalHeaders.areTrustworthy), so there would be no 304.
+                try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: file.path)
                 let first = await sync(url: url, trust: TestFixtures.trust, context: TestFixtures.context())
                 #expect(first.outcome == .applied(rollback))
                 #expect(first.isSuccessfulCheck)
@@ -43,7 +46,9 @@ struct AcceptanceTests {
 
     @Test func etagIsSentBackAndA304IsUnchanged() async throws {
         try await withTemporaryDirectory { root in
-            try TestFixtures.signed(TestFixtures.directive(serial: 7)).write(to: root.appendingPathComponent("directive.json"))
+            let file = root.appendingPathComponent("directive.json")
+            try TestFixtures.signed(TestFixtures.directive(serial: 7)).write(to: file)
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3600)], ofItemAtPath: file.path)
             try await withHostileServer(root: root) { server in
                 let url = server.url("/files/directive.json")
                 let first = await sync(url: url, trust: TestFixtures.trust, context: TestFixtures.context())
@@ -124,5 +129,22 @@ struct AcceptanceTests {
         #expect(URLPolicy.refusal(for: url, allowInsecureHTTP: false)?.refusalCode == .insecureURL)
         #expect(URLPolicy.refusal(for: url, allowInsecureHTTP: true) == nil)
         #expect(URLPolicy.refusal(for: URL(string: "https://example.com/x.json")!, allowInsecureHTTP: false) == nil)
+    }
+
+    @Test func validatorsOfAFileJustWrittenAreNotKept() async throws {
+        // nginx-style validators (mtime to the second) cannot tell a same-size file replaced
+        // within the same second: the next check must not be conditional.
+        try await withTemporaryDirectory { root in
+            let file = root.appendingPathComponent("directive.json")
+            try TestFixtures.signed(TestFixtures.directive(serial: 7)).write(to: file)
+            try await withHostileServer(root: root) { server in
+                try FileManager.default.setAttributes([.modificationDate: Date()], ofItemAtPath: file.path)
+                let first = await sync(url: server.url("/files/directive.json"), trust: TestFixtures.trust, context: TestFixtures.context())
+                #expect(first.outcome.appliedDirective?.serial == 7)
+                #expect(first.conditional == .none)
+                #expect(first.authentic == AuthenticDirective(serial: 7, expiresAt: Int64(TestFixtures.directive(serial: 7).expiresAt.timeIntervalSince1970)))
+                #expect(first.provesFreshness)
+            }
+        }
     }
 }

@@ -65,9 +65,13 @@ struct SyncCommand {
         let installID: String
         do { installID = try store.installID() } catch { throw .failure(error.message) }
         let context = InstallContext(currentVersion: manifest.current.version, installID: installID,
-                                     lastAcceptedSerial: record.acceptedSerial)
-        let conditional = ConditionalHeaders(etag: record.etag, lastModified: record.lastModified,
-                                             url: record.validatorsURL, currentVersion: record.validatorsVersion)
+                                     lastAcceptedSerial: record.acceptedSerial, highestSeenSerial: record.highestSeenSerial)
+        // A 304 is never followed by another, nor sent when freshness is half-way to stale:
+        // every change is seen within two checks whatever the server's validators.
+        let conditional = record.mayUseValidators(now: currentUnixTime(), maxStalenessSeconds: settings.maxStalenessSeconds)
+            ? ConditionalHeaders(etag: record.etag, lastModified: record.lastModified,
+                                 url: record.validatorsURL, currentVersion: record.validatorsVersion)
+            : .none
         let options = FetchOptions(deadline: .milliseconds(deadlineMilliseconds ?? settings.deadlineMilliseconds),
                                    allowInsecureHTTP: settings.allowsInsecureHTTP)
         let result = runBlocking {
@@ -94,11 +98,24 @@ struct SyncCommand {
                 applyFailureCode = message.hasPrefix("Could not record") || message.contains("could not be written") ? "state_not_writable" : "data_not_downgradable"
             }
         }
+        var becameStale: RemoteStaleness?
         do {
             try store.update { (record: inout RemoteRecord) throws(SwitchbackError) in
                 let now = Int64(result.checkedAt.timeIntervalSince1970)
                 record.url = result.url
+                if record.firstAttemptAt == nil { record.firstAttemptAt = now }
                 record.lastAttemptAt = now
+                // Freshness and replay memory come from what verified, whether or not it applied.
+                if let authentic = result.authentic {
+                    record.highestSeenSerial = max(record.highestSeenSerial ?? 0, authentic.serial)
+                    if result.provesFreshness {
+                        record.lastVerifiedAt = now
+                        record.heldExpiresAt = authentic.expiresAt
+                    }
+                }
+                let succeeded = applyFailure == nil && result.isSuccessfulCheck
+                record.consecutiveFailures = succeeded ? 0 : (record.consecutiveFailures ?? 0) + 1
+                becameStale = Self.recordStaleness(in: &record, now: now, settings: settings, workspace: workspace)
                 if let applyFailure {
                     record.outcome = "not_applied"
                     record.code = applyFailureCode
@@ -119,6 +136,7 @@ struct SyncCommand {
             throw .failure("The check's outcome could not be recorded: \(error.message)")
         }
 
+        if let becameStale, !background { console.error("Warning: \(becameStale.description)") }
         if let applyFailure { throw .failure(applyFailure) }
         guard result.isSuccessfulCheck else { throw .failure(result.description) }
         guard !background else { return }
@@ -130,5 +148,28 @@ struct SyncCommand {
                 ? "The next start runs the \(slot.rawValue) slot (\(version))."
                 : "The \(slot.rawValue) slot (\(version)) was already selected; nothing changed.")
         }
+    }
+
+    /// Writes one `remote_stale` history event when the install has just become stale (once
+    /// per episode: `staleReportedSince` remembers it until the install is fresh again), and
+    /// returns the staleness when it did. Called under the state lock, with the record updated.
+    /// A history that cannot be written does not cost the check's record: the event is tried
+    /// again at the next sync.
+    static func recordStaleness(in record: inout RemoteRecord, now: Int64, settings: RemoteSettings,
+                                workspace: Workspace) -> RemoteStaleness? {
+        guard let staleness = record.staleness(now: now, maxStalenessSeconds: settings.maxStalenessSeconds) else {
+            record.staleReportedSince = nil
+            return nil
+        }
+        guard record.staleReportedSince == nil else { return nil }
+        let slot: BuildSlot = workspace.store.load().state.rollback ? .previous : .current
+        do {
+            try HistoryLog(path: workspace.directory.historyPath).append(
+                HistoryEvent(time: now, kind: .remoteStale, from: slot, to: slot, source: .remote, reason: staleness.description))
+        } catch {
+            return staleness
+        }
+        record.staleReportedSince = staleness.since
+        return staleness
     }
 }

@@ -156,6 +156,7 @@ enum Help {
         the given versions.
 
         USAGE: rollbackctl sign --key FILE --decision previous|current --applies-to VERSION --reason TEXT [options]
+               rollbackctl sign --renew FILE --key FILE [--expires-in TIME] [--serial N] [--out FILE]
 
         OPTIONS:
           --key FILE          A private key from keygen; repeat to sign with several keys.
@@ -168,7 +169,11 @@ enum Help {
           --issued-at TIME    RFC 3339 (default: now).
           --rollout-percent N Only installs whose bucket is below N (0-100) apply it.
           --app-id ID         The app (default: the bundle's app id).
-          --out FILE          Where to write it (default: stdout).
+          --out FILE          Where to write it (default: stdout; with --renew, FILE itself).
+          --renew FILE        Re-sign FILE's directive as it is, with a new serial (the time
+                              in seconds, or one more), issued now, expiring in --expires-in
+                              (default 1d): run it from cron so installs can tell a live
+                              publisher from a frozen mirror. Only a file these keys signed.
           -h, --help          Show help information.
         """,
     ]

@@ -22,6 +22,8 @@ struct StatusReport {
     var remoteSettings: RemoteSettings
     var remote: RemoteRecord?
     var remoteProblem: String?
+    /// Whether the install's view of the remote directive is stale now (RemoteRecord.staleness).
+    var remoteStaleness: RemoteStaleness?
     /// What the current build last published about its data (nil: nothing yet).
     var data: DataState?
     /// Why the published data state was ignored (another build or app published it).
@@ -118,6 +120,8 @@ struct StatusReport {
         let (record, problem) = RemoteStore(directory: workspace.directory).load()
         remote = record == RemoteRecord() && problem == nil ? nil : record
         remoteProblem = problem?.message
+        remoteStaleness = remoteSettings.url == nil && remote == nil ? nil
+            : record.staleness(now: currentUnixTime(), maxStalenessSeconds: remoteSettings.maxStalenessSeconds)
         let published = DataState.load(in: workspace.directory)
         if let published, let mismatch = published.mismatch(with: workspace.manifest) {
             dataIgnored = "The data state in \(DataState.path(in: workspace.directory)) is ignored: \(mismatch); the current build publishes its own when it starts."
@@ -183,6 +187,7 @@ struct StatusReport {
         let success = remote.lastSuccessAt.map(formatUTC) ?? "never"
         let serial = remote.acceptedSerial.map { String($0) } ?? "none"
         lines.append("Remote: last successful check \(success); accepted serial \(serial); \(remote.url ?? remoteSettings.url ?? "")")
+        if let remoteStaleness { lines.append("Remote: \(remoteStaleness.description)") }
         return lines
     }
 
@@ -198,6 +203,15 @@ struct StatusReport {
         object["reason"] = record.reason ?? JSON.null
         let serial: Any = record.acceptedSerial.map { $0 as Any } ?? JSON.null
         object["accepted_serial"] = serial
+        object["highest_seen_serial"] = record.highestSeenSerial.map { $0 as Any } ?? JSON.null
+        object["last_verified_at"] = record.lastVerifiedAt.map(formatRFC3339) ?? JSON.null
+        object["held_expires_at"] = record.heldExpiresAt.map(formatRFC3339) ?? JSON.null
+        object["consecutive_failures"] = record.consecutiveFailures ?? 0
+        object["max_staleness_s"] = Int(remoteSettings.maxStalenessSeconds)
+        object["stale"] = remoteStaleness != nil
+        object["stale_cause"] = remoteStaleness?.cause.rawValue ?? JSON.null
+        object["stale_since"] = remoteStaleness.map { formatRFC3339($0.since) } ?? JSON.null
+        object["stale_reason"] = remoteStaleness?.description ?? JSON.null
         object["record_problem"] = remoteProblem ?? JSON.null
         return object
     }

@@ -73,17 +73,20 @@ public struct HealthRecord: Sendable, Equatable {
         }
         if format == 1 { return try parseFormat1(text, invalid: invalid) }
         // Blocks of fields, each opened by a `build=` line.
-        var blocks: [[(key: String, value: String)]] = []
-        for pair in text.pairs where pair.key != "format" && pair.key != "end" {
-            if pair.key == "build" { blocks.append([]) }
-            guard !blocks.isEmpty else { throw invalid("has a \(pair.key.prefix(40)) line before any build line") }
-            blocks[blocks.count - 1].append(pair)
+        // (Indices into the text, not arrays of pairs: see KeyValueText.)
+        var starts: [Int] = []
+        for (index, key) in text.keys.enumerated() where key != "format" && key != "end" {
+            if key == "build" { starts.append(index) }
+            guard !starts.isEmpty else { throw invalid("has a \(key.prefix(40)) line before any build line") }
         }
-        guard blocks.count <= buildLimit * 4 else { throw invalid("has more than \(buildLimit * 4) builds") }
+        guard starts.count <= buildLimit * 4 else { throw invalid("has more than \(buildLimit * 4) builds") }
         var record = HealthRecord()
-        for block in blocks {
-            func field(_ key: String) -> String? { block.first { $0.key == key }?.value }
-            record.set(try health(build: field("build") ?? "", field, prefix: "", invalid: invalid))
+        for (number, start) in starts.enumerated() {
+            let end = number + 1 < starts.count ? starts[number + 1] : text.keys.count
+            func field(_ key: String) -> String? {
+                (start..<end).first { text.keys[$0] == key && key != "format" && key != "end" }.map { text.values[$0] }
+            }
+            record.set(try health(build: text.values[start], field, prefix: "", invalid: invalid))
         }
         return record
     }

@@ -10,13 +10,19 @@ public enum LibraryStamp {
             // The path's bytes, then the fingerprint's five numbers' bytes: no text is made.
             for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
             let fingerprint = FileFingerprint(info)
-            for field in [fingerprint.device, fingerprint.inode, UInt64(bitPattern: fingerprint.size),
-                          UInt64(bitPattern: fingerprint.modified), UInt64(bitPattern: fingerprint.changed)] {
+            func mix(_ field: UInt64) {
                 hash = (hash ^ 0x0A) &* 0x0000_0100_0000_01B3
-                for shift in stride(from: 0, to: 64, by: 8) {
-                    hash = (hash ^ ((field >> UInt64(shift)) & 0xFF)) &* 0x0000_0100_0000_01B3
+                var rest = field
+                for _ in 0..<8 {
+                    hash = (hash ^ (rest & 0xFF)) &* 0x0000_0100_0000_01B3
+                    rest >>= 8
                 }
             }
+            mix(fingerprint.device)
+            mix(fingerprint.inode)
+            mix(UInt64(bitPattern: fingerprint.size))
+            mix(UInt64(bitPattern: fingerprint.modified))
+            mix(UInt64(bitPattern: fingerprint.changed))
             hash = (hash ^ 0x0A) &* 0x0000_0100_0000_01B3
         }
         return String(hash, radix: 16)

@@ -59,14 +59,16 @@ public struct SlotVerifier: Sendable {
         if size < record.size {
             throw failure(.slotTruncated, "is truncated: \(size) of \(record.size) bytes; rebuild it with scripts/bundle")
         }
-        if !file.hasELFMagic() {
+        let fingerprint = FileFingerprint(info)
+        let cached = cache?.lookup(path, fingerprint: fingerprint)
+        // A file whose fingerprint is remembered is the very file that was hashed after it
+        // passed this check: its magic is not read again.
+        if cached == nil, !file.hasELFMagic() {
             throw failure(.slotNotELF, "is not an ELF shared object; rebuild it with scripts/bundle")
         }
         if size != record.size {
             throw failure(.slotSizeMismatch, "has \(size) bytes where the manifest records \(record.size); rebuild the bundle with scripts/bundle")
         }
-        let fingerprint = FileFingerprint(info)
-        let cached = cache?.lookup(path, fingerprint: fingerprint)
         // The libraries this file bound against once, unchanged since (same inode, size, mtime
         // and ctime, so no chmod, chown or replacement either), were strict-checked when that
         // stamp was recorded: checked once, remembered by fingerprint, like the hash.

@@ -30,8 +30,15 @@ public struct VerifiedCache: Sendable {
         guard let bytes = try? FileSystem.read(path, limit: 64 << 10) else { return nil }
         var prefix = Array(file.utf8)
         prefix.append(0x09)
-        for line in bytes.split(separator: 0x0A) where line.starts(with: prefix) {
-            if let entry = Self.parse(line: line), entry.fingerprint == fingerprint { return (entry.sha256, entry.bound) }
+        var start = 0
+        while start < bytes.count {
+            var end = start
+            while end < bytes.count, bytes[end] != 0x0A { end += 1 }
+            let line = bytes[start..<end]
+            if line.starts(with: prefix), let entry = Self.parse(line: line), entry.fingerprint == fingerprint {
+                return (entry.sha256, entry.bound)
+            }
+            start = end + 1
         }
         return nil
     }
@@ -63,7 +70,14 @@ public struct VerifiedCache: Sendable {
     }
 
     static func parse(line: ArraySlice<UInt8>) -> Entry? {
-        let f = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+        // Fields cut by hand into Strings, with no array of slices: the launcher reads its
+        // slot's line at every start, and each new generic type costs its metadata.
+        var f: [String] = []
+        var start = line.startIndex
+        for index in line.startIndex...line.endIndex where index == line.endIndex || line[index] == 0x09 {
+            f.append(String(decoding: line[start..<index], as: UTF8.self))
+            start = index + 1
+        }
         guard f.count == 8, !f[0].isEmpty, let device = UInt64(f[1]), let inode = UInt64(f[2]),
               let size = Int64(f[3]), ValueRange.fileSize.contains(size),
               let modified = Int64(f[4]), let changed = Int64(f[5]),

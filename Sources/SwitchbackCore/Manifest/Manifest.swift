@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What scripts/bundle recorded about a bundle: the app id, and each slot's version, build,
 /// ABI stamp, size and SHA-256. The file is `manifest` at the bundle's root, in the
 /// `key=value` format of `KeyValueText`.
@@ -75,8 +79,9 @@ public struct Manifest: Sendable, Equatable {
         // cost more than the rest of the parse.
         var format: String?, appID: String?
         var fields = (SlotLines(), SlotLines())
-        var numeric: [(key: String, value: String)] = []
-        for (key, value) in text.pairs {
+        var numeric: [Int] = []  // indices of numeric settings' lines
+        for (index, key) in text.keys.enumerated() {
+            let value = text.values[index]
             if let (slot, field) = SlotField.split(key) {
                 if slot == 0 { fields.0.keepFirst(field, value) } else { fields.1.keepFirst(field, value) }
             } else if key == "format" {
@@ -84,7 +89,7 @@ public struct Manifest: Sendable, Equatable {
             } else if key == "app_id" {
                 if appID == nil { appID = value }
             } else if numericSettings.contains(where: { $0.key == key }) {
-                numeric.append((key, value))
+                numeric.append(index)
             }
         }
         guard let format = format.flatMap({ Int($0) }) else { throw invalid("has no format line") }
@@ -106,7 +111,8 @@ public struct Manifest: Sendable, Equatable {
         // Numeric settings: a value that does not read, or is out of range, is damage. Only
         // the first line of a key counts, as for every lookup.
         var seen: [String] = []
-        for (key, value) in numeric where !seen.contains(key) {
+        for index in numeric where !seen.contains(text.keys[index]) {
+            let (key, value) = (text.keys[index], text.values[index])
             seen.append(key)
             let range = numericSettings.first { $0.key == key }!.range
             guard let number = Int(value), range.contains(number) else {
@@ -165,10 +171,15 @@ public struct Manifest: Sendable, Equatable {
                 } else {
                     return nil
                 }
-                for (name, field) in [("version", SlotField.version), ("build", .build), ("abi", .abi), ("size", .size),
-                                      ("sha256", .sha256), ("needed", .needed)] where rest.elementsEqual(name.utf8) {
-                    return (slot, field)
+                func named(_ name: StaticString) -> Bool {
+                    rest.count == name.utf8CodeUnitCount && memcmp(rest.baseAddress!, name.utf8Start, rest.count) == 0
                 }
+                if named("version") { return (slot, .version) }
+                if named("build") { return (slot, .build) }
+                if named("abi") { return (slot, .abi) }
+                if named("size") { return (slot, .size) }
+                if named("sha256") { return (slot, .sha256) }
+                if named("needed") { return (slot, .needed) }
                 return nil
             }
         }

@@ -20,6 +20,9 @@ public struct RemoteRecord: Sendable, Equatable {
     public var url: String?
     /// When the last check ran, success or not (seconds since the epoch).
     public var lastAttemptAt: Int64?
+    /// When this install first checked (set once by sync): staleness counts from here until a
+    /// directive verifies.
+    public var firstAttemptAt: Int64?
     /// When a check last reached the server and got an authentic answer.
     public var lastSuccessAt: Int64?
     /// The last outcome's kind: applied, unchanged, not_applicable, refused, unreachable.
@@ -38,7 +41,12 @@ public struct RemoteRecord: Sendable, Equatable {
     public var lastVerifiedAt: Int64?
     /// The expiry of the directive last verified: once past, the install is stale.
     public var heldExpiresAt: Int64?
-    /// Checks in a row that did not reach the server or got no authentic answer (the backoff's input).
+    /// The `since` of the stale episode already written to the history (one `remote_stale`
+    /// event per episode); cleared when the install is fresh again.
+    public var staleReportedSince: Int64?
+    /// Checks in a row that did not reach the server or got no authentic answer (the backoff's
+    /// input): 0 after a successful check (applied, unchanged, not applicable), one more after
+    /// any other outcome (unreachable, refused, not applied).
     public var consecutiveFailures: Int?
 
     /// The validators of the last successful fetch, sent as If-None-Match / If-Modified-Since.
@@ -56,6 +64,7 @@ public struct RemoteRecord: Sendable, Equatable {
         text.append("format", String(Self.currentFormat))
         func add(_ key: String, _ value: String?) { if let value { text.append(key, value) } }
         add("url", url)
+        add("first_attempt_at", firstAttemptAt.map { String($0) })
         add("last_attempt_at", lastAttemptAt.map { String($0) })
         add("last_success_at", lastSuccessAt.map { String($0) })
         add("outcome", outcome)
@@ -66,6 +75,7 @@ public struct RemoteRecord: Sendable, Equatable {
         add("last_verified_at", lastVerifiedAt.map { String($0) })
         add("held_expires_at", heldExpiresAt.map { String($0) })
         add("consecutive_failures", consecutiveFailures.map { String($0) })
+        add("stale_reported_since", staleReportedSince.map { String($0) })
         add("etag", etag)
         add("last_modified", lastModified)
         add("validators_url", validatorsURL)
@@ -86,6 +96,7 @@ public struct RemoteRecord: Sendable, Equatable {
         func invalid(_ what: String) -> SwitchbackError {
             SwitchbackError(.stateInvalid, "The remote check record \(path) \(what); the next sync writes a new one.", path: path)
         }
+        record.firstAttemptAt = try text.integer("first_attempt_at", in: ValueRange.unixTime, invalid: invalid)
         record.lastAttemptAt = try text.integer("last_attempt_at", in: ValueRange.unixTime, invalid: invalid)
         record.lastSuccessAt = try text.integer("last_success_at", in: ValueRange.unixTime, invalid: invalid)
         record.outcome = text["outcome"]
@@ -96,6 +107,7 @@ public struct RemoteRecord: Sendable, Equatable {
         record.lastVerifiedAt = try text.integer("last_verified_at", in: ValueRange.unixTime, invalid: invalid)
         record.heldExpiresAt = try text.integer("held_expires_at", in: ValueRange.unixTime, invalid: invalid)
         record.consecutiveFailures = try text.integer("consecutive_failures", in: 0...1_000_000, invalid: invalid)
+        record.staleReportedSince = try text.integer("stale_reported_since", in: ValueRange.unixTime, invalid: invalid)
         record.etag = text["etag"]
         record.lastModified = text["last_modified"]
         record.validatorsURL = text["validators_url"]

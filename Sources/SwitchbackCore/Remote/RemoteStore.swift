@@ -15,8 +15,10 @@ public struct RemoteStore: Sendable {
     public var installIDPath: String { directory.path + "/install-id" }
 
     /// Loads the record. A missing file is an empty record (nothing checked yet); a damaged
-    /// one is an empty record plus the problem. Losing it only forgets the validators and the
-    /// accepted serial, so the next directive is fetched and judged afresh.
+    /// one is an empty record plus the problem. Losing it forgets the validators, the accepted
+    /// and highest seen serials and the freshness times, so the next directive is fetched and
+    /// judged afresh (and an older, still valid directive would be accepted once: keep serials
+    /// moving and expiries short, `rollbackctl sign --renew`).
     public func load() -> (record: RemoteRecord, problem: SwitchbackError?) {
         do {
             guard let bytes = try FileSystem.read(path, limit: 64 << 10) else { return (RemoteRecord(), nil) }

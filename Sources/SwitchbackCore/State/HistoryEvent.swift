@@ -25,6 +25,11 @@ public struct HistoryEvent: Sendable, Equatable {
         /// A supervised live switch did not happen: the new child was not ready in time or
         /// exited first, and the serving slot (`from`) kept serving.
         case switchFailed = "switch_failed"
+        /// `rollbackctl sync` found the install's view of the remote directive stale (the held
+        /// directive expired, or none verified within `remote.max_staleness_s`): written once
+        /// per episode, with the sentence `status` shows; `from` and `to` are the slot that
+        /// runs next, which does not change.
+        case remoteStale = "remote_stale"
     }
 
     /// Seconds since the epoch.

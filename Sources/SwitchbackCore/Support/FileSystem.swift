@@ -18,12 +18,14 @@ public enum FileSystem {
         // O_NONBLOCK: a FIFO put in place of a file must not hang the open (no effect on files).
         guard let fd = try StrictModes.openNoFollow(path, what: "file", flags: O_RDONLY | O_NONBLOCK) else { return nil }
         defer { close(fd) }
-        _ = try StrictModes.checkOpenFile(fd, path: path, what: "file")
-        return try readToEnd(fd, path: path, limit: limit)
+        let info = try StrictModes.checkOpenFile(fd, path: path, what: "file")
+        return try readToEnd(fd, path: path, limit: limit, regularFileSize: Int(info.st_size))
     }
 
-    /// Reads `fd` (a file or a pipe) to its end; `path` names it in errors.
-    public static func readToEnd(_ fd: Int32, path: String, limit: Int = 16 << 20) throws(SwitchbackError) -> [UInt8] {
+    /// Reads `fd` (a file or a pipe) to its end; `path` names it in errors. For a regular file
+    /// whose size `fstat` gave, a read that returns less than it asked for is the end: the
+    /// launcher reads four small files at every start, and that saves a `read` each.
+    public static func readToEnd(_ fd: Int32, path: String, limit: Int = 16 << 20, regularFileSize: Int? = nil) throws(SwitchbackError) -> [UInt8] {
         // The chunk is a temporary allocation, never zero-filled (the launcher reads its small
         // files at every start).
         var bytes: [UInt8] = []
@@ -36,6 +38,8 @@ public enum FileSystem {
                 if bytes.count > limit {
                     throw SwitchbackError(.ioFailure, "\(path) is larger than \(limit) bytes; it is not a file Switchback wrote.", path: path)
                 }
+                // Short of both the chunk and the size fstat gave: a regular file's end.
+                if let size = regularFileSize, count < chunk.count, bytes.count >= size { return bytes }
             }
         }
     }
@@ -130,10 +134,12 @@ public enum FileSystem {
     /// The absolute path of this process's executable, symlinks resolved: one `readlink(2)`
     /// of /proc/self/exe (the kernel resolves it; `realpath` would walk every component).
     public static func executablePath() -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let count = readlink("/proc/self/exe", &buffer, buffer.count - 1)
-        guard count > 0 else { return nil }
-        return String(cString: buffer)  // zero-filled past `count`
+        // A temporary buffer, not a zero-filled array: this runs at every start.
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX) + 1) { buffer in
+            let count = readlink("/proc/self/exe", buffer.baseAddress!, buffer.count - 1)
+            guard count > 0 else { return nil }
+            return String(decoding: UnsafeBufferPointer(rebasing: buffer[0..<count]), as: UTF8.self)
+        }
     }
 
     /// `realpath(3)`: the absolute path with symlinks resolved, or nil.

@@ -2,23 +2,35 @@
 /// comments, values escaped so that one value is always one line. It needs no Foundation,
 /// so the launcher can read it in microseconds, and a shell script can write it.
 public struct KeyValueText: Sendable, Equatable {
-    /// The pairs in file order.
-    public private(set) var pairs: [(key: String, value: String)]
+    /// The keys and the values, in file order. Two arrays of String rather than one of
+    /// pairs: the launcher parses these at every start, and an array of tuples is a generic
+    /// type whose runtime metadata costs more than the parse of a small file.
+    public private(set) var keys: [String]
+    public private(set) var values: [String]
 
-    public init() { pairs = [] }
+    public init() {
+        keys = []
+        values = []
+    }
+
+    /// The pairs in file order.
+    public var pairs: [(key: String, value: String)] {
+        keys.indices.map { (keys[$0], values[$0]) }
+    }
 
     public static func == (lhs: KeyValueText, rhs: KeyValueText) -> Bool {
-        lhs.pairs.elementsEqual(rhs.pairs) { $0.key == $1.key && $0.value == $1.value }
+        lhs.keys == rhs.keys && lhs.values == rhs.values
     }
 
     /// The value of the first `key`, if any.
     public subscript(key: String) -> String? {
-        pairs.first { $0.key == key }?.value
+        keys.firstIndex(of: key).map { values[$0] }
     }
 
     /// Appends a pair.
     public mutating func append(_ key: String, _ value: String) {
-        pairs.append((key, value))
+        keys.append(key)
+        values.append(value)
     }
 
     /// Parses `bytes`. Throws `.stateInvalid` naming the first bad line: not UTF-8, a line
@@ -28,11 +40,14 @@ public struct KeyValueText: Sendable, Equatable {
         // One validation of the whole file, then lines cut from the bytes and decoded from
         // valid UTF-8 (the stdlib's fast path): the launcher parses the manifest and the state
         // at every start.
-        guard String(validating: bytes, as: UTF8.self) != nil else {
+        // ASCII, the usual case, is valid UTF-8: one pass over the bytes, no String made.
+        let ascii = bytes.withUnsafeBufferPointer { all in all.allSatisfy { $0 < 0x80 } }
+        guard ascii || String(validating: bytes, as: UTF8.self) != nil else {
             throw SwitchbackError(.stateInvalid, "\(what) is not UTF-8 text.")
         }
         var result = KeyValueText()
-        result.pairs.reserveCapacity(32)
+        result.keys.reserveCapacity(32)
+        result.values.reserveCapacity(32)
         var lineNumber = 0
         try bytes.withUnsafeBufferPointer { (all) throws(SwitchbackError) in
             var start = 0
@@ -59,7 +74,7 @@ public struct KeyValueText: Sendable, Equatable {
     /// The file's bytes, one `key=value` line per pair.
     public func serialized() -> [UInt8] {
         var text = ""
-        for (key, value) in pairs { text += key + "=" + Self.escape(value) + "\n" }
+        for (key, value) in zip(keys, values) { text += key + "=" + Self.escape(value) + "\n" }
         return Array(text.utf8)
     }
 

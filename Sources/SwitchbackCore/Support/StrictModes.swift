@@ -47,17 +47,22 @@ public enum StrictModes {
     /// the one its check reads when the walk descends into it. Within a start
     /// (`rememberingTrustedDirectories`), a directory that passed is not walked again.
     public static func resolve(_ path: String, what: String, followLast: Bool = true, strictHolder: Bool = true) throws(SwitchbackError) -> String? {
-        try walk(path, what: what, followLast: followLast, strictHolder: strictHolder)?.path
+        var status = stat(), known = false
+        return try walk(path, what: what, followLast: followLast, strictHolder: strictHolder, status: &status, known: &known)
     }
 
-    /// `resolve`, with the `lstat` of the resolved path when the walk made one.
-    static func walk(_ path: String, what: String, followLast: Bool, strictHolder: Bool) throws(SwitchbackError) -> (path: String, status: stat?)? {
+    /// `resolve`, setting `status` to the `lstat` of the resolved path and `known` to true
+    /// when the walk made one. (No tuple or optional of `stat` in the result: each new
+    /// generic type costs its runtime metadata at every start.)
+    static func walk(_ path: String, what: String, followLast: Bool, strictHolder: Bool,
+                     status: inout stat, known: inout Bool) throws(SwitchbackError) -> String? {
         guard path.utf8.first == 0x2F else {
             throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is a relative path; refusing to trust it: give an absolute path.", path: path)
         }
         var pending = components(path).reversed() as [String]
         var resolved = ""
-        var resolvedInfo: stat?  // the lstat of `resolved`, a real directory, when the walk has it
+        var resolvedInfo = stat()  // the lstat of `resolved`, a real directory, when `haveInfo`
+        var haveInfo = false
         var links = 0
         var checked: (directory: String, strictly: Bool)?  // the directory most recently checked
         while let component = pending.popLast() {
@@ -65,7 +70,7 @@ public enum StrictModes {
             if component == ".." {
                 resolved = FileSystem.parentDirectory(of: resolved.isEmpty ? "/" : resolved)
                 if resolved == "/" { resolved = "" }
-                resolvedInfo = nil
+                haveInfo = false
                 continue
             }
             let directory = resolved.isEmpty ? "/" : resolved
@@ -74,9 +79,11 @@ public enum StrictModes {
             let strictly = pending.isEmpty && strictHolder
             if checked?.directory != directory || (strictly && checked?.strictly == false) {
                 if !TrustedDirectories.contains(directory, strictly: strictly) {
-                    var status = resolvedInfo
-                    if status == nil { status = try linkStatus(directory) }
-                    guard let info = status else { return nil }
+                    var info = resolvedInfo
+                    if !haveInfo {
+                        guard let found = try linkStatus(directory) else { return nil }
+                        info = found
+                    }
                     try checkOwnerAndMode(info, path: directory, what: pending.isEmpty ? "directory of the \(what)" : "directory above the \(what)",
                                           sticky: !strictly)
                     TrustedDirectories.insert(directory, strictly: strictly || info.st_mode & mode_t(S_IWGRP | S_IWOTH) == 0)
@@ -89,7 +96,7 @@ public enum StrictModes {
             // A directory checked earlier in this start is a real directory: no lstat.
             if !pending.isEmpty && TrustedDirectories.contains(candidate, strictly: false) {
                 resolved = candidate
-                resolvedInfo = nil
+                haveInfo = false
                 continue
             }
             guard let info = try linkStatus(candidate) else { return nil }
@@ -109,7 +116,7 @@ public enum StrictModes {
                 guard let target = readLink(candidate) else { return nil }
                 if target.utf8.first == 0x2F {
                     resolved = ""
-                    resolvedInfo = nil
+                    haveInfo = false
                 }
                 pending.append(contentsOf: components(target).reversed())
                 continue
@@ -117,8 +124,12 @@ public enum StrictModes {
             if !pending.isEmpty && info.st_mode & S_IFMT != S_IFDIR { return nil }
             resolved = candidate
             resolvedInfo = info
+            haveInfo = true
         }
-        return resolved.isEmpty ? ("/", nil) : (resolved, resolvedInfo)
+        if resolved.isEmpty { return "/" }
+        status = resolvedInfo
+        known = haveInfo
+        return resolved
     }
 
     /// Checks the directory at `path`, the top of a trusted tree (the bundle root, the state
@@ -133,11 +144,13 @@ public enum StrictModes {
     /// `checkDirectory`, for a directory that may itself be reached through links (the
     /// directory of a library, /lib → usr/lib): returns it resolved, or nil when missing.
     static func resolveDirectory(_ path: String, what: String, followLast: Bool = true) throws(SwitchbackError) -> String? {
-        guard let (resolved, status) = try walk(path, what: what, followLast: followLast, strictHolder: false) else { return nil }
+        var info = stat(), known = false
+        guard let resolved = try walk(path, what: what, followLast: followLast, strictHolder: false, status: &info, known: &known) else { return nil }
         if TrustedDirectories.contains(resolved, strictly: true) { return resolved }
-        var known = status
-        if known == nil { known = try linkStatus(resolved) }
-        guard let info = known else { return nil }
+        if !known {
+            guard let found = try linkStatus(resolved) else { return nil }
+            info = found
+        }
         guard info.st_mode & S_IFMT == S_IFDIR else {
             throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is not a directory; refusing to use it: remove it or choose another path.", path: path)
         }
@@ -214,22 +227,21 @@ public enum StrictModes {
 /// root and writable by no one else can only be changed — its mode, its owner, the entries
 /// the walk went through — by this user or root, whom the checks trust anyway.
 enum TrustedDirectories {
-    /// Each checked directory (resolved: a real directory, not a link), and whether it
-    /// passed the strict check (no sticky exception).
-    nonisolated(unsafe) static var checked: [(path: String, strictly: Bool)]?
+    /// The checked directories (resolved: real directories, not links) that passed the strict
+    /// check, and those that passed only as ancestors (a sticky world-writable one, /tmp).
+    /// Two arrays of String, not one of tuples: a new generic type costs its metadata at
+    /// every start, more than the lookups.
+    nonisolated(unsafe) static var strict: [String]?
+    nonisolated(unsafe) static var lenient: [String] = []
 
     static func contains(_ path: String, strictly: Bool) -> Bool {
-        guard let checked else { return false }
-        return checked.contains { $0.path == path && ($0.strictly || !strictly) }
+        guard let strict else { return false }
+        return strict.contains(path) || (!strictly && lenient.contains(path))
     }
 
     static func insert(_ path: String, strictly: Bool) {
-        guard checked != nil else { return }
-        if let index = checked!.firstIndex(where: { $0.path == path }) {
-            checked![index].strictly = checked![index].strictly || strictly
-        } else {
-            checked!.append((path, strictly))
-        }
+        guard strict != nil, !contains(path, strictly: strictly) else { return }
+        if strictly { strict!.append(path) } else { lenient.append(path) }
     }
 }
 
@@ -237,10 +249,13 @@ extension StrictModes {
     /// From here the walks remember the directories they checked (see `TrustedDirectories`).
     /// Not for concurrent use: the launcher's single-threaded start only.
     static func rememberTrustedDirectories() {
-        TrustedDirectories.checked = []
-        TrustedDirectories.checked!.reserveCapacity(16)
+        TrustedDirectories.strict = []
+        TrustedDirectories.lenient = []
     }
 
     /// Forgets them: every later walk checks every directory again.
-    static func forgetTrustedDirectories() { TrustedDirectories.checked = nil }
+    static func forgetTrustedDirectories() {
+        TrustedDirectories.strict = nil
+        TrustedDirectories.lenient = []
+    }
 }

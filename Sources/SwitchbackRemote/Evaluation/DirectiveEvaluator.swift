@@ -9,7 +9,8 @@ import SwitchbackCrypto
 ///    else `refused(.badSignature)` (a trusted key id whose signature fails) or `refused(.untrustedKey)`;
 /// 3. the payload is a valid directive → else `refused(.malformedDirective)`;
 /// 4. its app id is ours → else `refused(.wrongApp)`;
-/// 5. its serial is not below the last accepted one → else `refused(.replayedSerial)`;
+/// 5. its serial is not below the last accepted one, nor below the highest this install has
+///    seen (``InstallContext/replayFloor``) → else `refused(.replayedSerial)`;
 /// 6. it has not expired (`now < expires_at`) → else `refused(.expired)`;
 /// 7. it was not issued more than ``maxClockSkew`` in the future → else `refused(.notYetValid)`;
 /// 8. it names our current version → else `notApplicable(.versionMismatch)`;
@@ -22,21 +23,38 @@ public enum DirectiveEvaluator {
 
     /// Evaluates `envelope` (the fetched bytes). Never throws; every failure is an outcome.
     public static func evaluate(_ envelope: Data, trust: TrustConfig, context: InstallContext) -> SyncOutcome {
+        judge(envelope, trust: trust, context: context).outcome
+    }
+
+    /// Evaluates `envelope`, and returns with the outcome the directive itself once it is
+    /// authentic (steps 1-4 passed: signed by a trusted key, well formed, for this app), even
+    /// when it is then refused or not applicable: the caller remembers its serial and expiry.
+    public static func judge(_ envelope: Data, trust: TrustConfig, context: InstallContext) -> (outcome: SyncOutcome, authentic: Directive?) {
+        switch evaluateToAuthentic(envelope, trust: trust) {
+        case .failure(let outcome): return (outcome, nil)
+        case .success(let directive): return (evaluate(directive, trust: trust, context: context), directive)
+        }
+    }
+
+    private enum Authentic { case success(Directive), failure(SyncOutcome) }
+
+    /// Steps 1-4.
+    private static func evaluateToAuthentic(_ envelope: Data, trust: TrustConfig) -> Authentic {
         // 1. Envelope.
         let parsed: DirectiveEnvelope
         do {
             parsed = try JSONDecoder().decode(DirectiveEnvelope.self, from: envelope)
         } catch {
-            return .refused(.malformedEnvelope, reason: "The served file is not a directive envelope (\(describe(error))); publish the file written by 'rollbackctl sign'.")
+            return .failure(.refused(.malformedEnvelope, reason: "The served file is not a directive envelope (\(describe(error))); publish the file written by 'rollbackctl sign'."))
         }
         guard let payload = Data(base64Encoded: parsed.payload), !payload.isEmpty else {
-            return .refused(.malformedEnvelope, reason: "The directive envelope's payload is not valid base64; publish the file written by 'rollbackctl sign'.")
+            return .failure(.refused(.malformedEnvelope, reason: "The directive envelope's payload is not valid base64; publish the file written by 'rollbackctl sign'."))
         }
         guard !parsed.signatures.isEmpty else {
-            return .refused(.malformedEnvelope, reason: "The directive envelope carries no signature; sign it with 'rollbackctl sign'.")
+            return .failure(.refused(.malformedEnvelope, reason: "The directive envelope carries no signature; sign it with 'rollbackctl sign'."))
         }
         guard parsed.signatures.count <= DirectiveEnvelope.maxSignatures else {
-            return .refused(.malformedEnvelope, reason: "The directive envelope carries \(parsed.signatures.count) signatures, more than the \(DirectiveEnvelope.maxSignatures) allowed; sign it with at most a few keys.")
+            return .failure(.refused(.malformedEnvelope, reason: "The directive envelope carries \(parsed.signatures.count) signatures, more than the \(DirectiveEnvelope.maxSignatures) allowed; sign it with at most a few keys."))
         }
 
         // 2. Signature.
@@ -53,11 +71,11 @@ public enum DirectiveEvaluator {
         }
         if !verified {
             if let keyID = failedTrustedIDs.first {
-                return .refused(.badSignature, reason: "The directive's signature by trusted key \(keyID) does not verify, so the file was altered or corrupted; publish a freshly signed directive.")
+                return .failure(.refused(.badSignature, reason: "The directive's signature by trusted key \(keyID) does not verify, so the file was altered or corrupted; publish a freshly signed directive."))
             }
             let offered = parsed.signatures.map { printableKeyID($0.keyid) }.prefix(4).joined(separator: ", ")
             let trusted = trust.trustedKeys.map(\.keyID).joined(separator: ", ")
-            return .refused(.untrustedKey, reason: "The directive is signed only by key \(offered), which this install does not trust (trusted: \(trusted.isEmpty ? "none" : trusted)); sign with a trusted key or add its public key to the manifest.")
+            return .failure(.refused(.untrustedKey, reason: "The directive is signed only by key \(offered), which this install does not trust (trusted: \(trusted.isEmpty ? "none" : trusted)); sign with a trusted key or add its public key to the manifest."))
         }
 
         // 3. Directive.
@@ -65,17 +83,24 @@ public enum DirectiveEvaluator {
         do {
             directive = try JSONDecoder().decode(Directive.self, from: payload)
         } catch {
-            return .refused(.malformedDirective, reason: "The signed payload is not a valid directive (\(describe(error))); sign a corrected one with 'rollbackctl sign'.")
+            return .failure(.refused(.malformedDirective, reason: "The signed payload is not a valid directive (\(describe(error))); sign a corrected one with 'rollbackctl sign'."))
         }
 
         // 4. App.
         guard directive.appID == trust.appID else {
-            return .refused(.wrongApp, reason: "Directive serial \(directive.serial) is for app '\(directive.appID)', not '\(trust.appID)'; publish this app's directive at this URL.")
+            return .failure(.refused(.wrongApp, reason: "Directive serial \(directive.serial) is for app '\(directive.appID)', not '\(trust.appID)'; publish this app's directive at this URL."))
         }
 
+        return .success(directive)
+    }
+
+    /// Steps 5-10, for an authentic directive.
+    private static func evaluate(_ directive: Directive, trust: TrustConfig, context: InstallContext) -> SyncOutcome {
         // 5. Replay.
-        if let last = context.lastAcceptedSerial, directive.serial < last {
-            return .refused(.replayedSerial, reason: "Directive serial \(directive.serial) is older than the last accepted serial \(last) (a replay or a stale copy); publish a directive with a serial above \(last).")
+        if let floor = context.replayFloor, directive.serial < floor {
+            let which = floor == context.lastAcceptedSerial ? "the last accepted serial" : "serial"
+            let seen = floor == context.lastAcceptedSerial ? "" : ", which this install has already verified"
+            return .refused(.replayedSerial, reason: "Directive serial \(directive.serial) is older than \(which) \(floor)\(seen) (a replay or a stale copy); publish a directive with a serial above \(floor).")
         }
 
         // 6-7. Validity window.

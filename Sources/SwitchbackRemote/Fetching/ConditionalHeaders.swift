@@ -35,6 +35,27 @@ public struct ConditionalHeaders: Sendable, Equatable, Hashable, Codable {
         !isEmpty && self.url == url.absoluteString && self.currentVersion == currentVersion
     }
 
+    /// Whether validators from a 200 answer may be kept, by its `Last-Modified` and `Date`.
+    ///
+    /// A static server's validators are made of the file's modification time to the second
+    /// (nginx's ETag is `"<mtime hex>-<size hex>"`): a same-size file replaced within the same
+    /// second keeps both, and would be answered 304 for ever. So validators are kept only when
+    /// the answer has a `Date` and its `Last-Modified` is more than ``minimumSettledSeconds``
+    /// before it (the file had settled when it was served); an answer with a `Date` and no
+    /// `Last-Modified` keeps its `ETag` (not derived from a time). Anything else (no `Date`,
+    /// an unreadable time) keeps nothing: the next check is unconditional.
+    public static func areTrustworthy(lastModified: String?, date: String?) -> Bool {
+        guard let date, let served = HTTPDate.parse(date) else { return false }
+        guard let lastModified else { return true }
+        guard let modified = HTTPDate.parse(lastModified) else { return false }
+        return served - modified > minimumSettledSeconds
+    }
+
+    /// How long before the answer's `Date` the file must have been modified for its validators
+    /// to be kept: 2 s (one second of the timestamps' granularity, one of clock skew between
+    /// the machine that wrote the file and the one that served it).
+    public static let minimumSettledSeconds: Int64 = 2
+
     private enum CodingKeys: String, CodingKey {
         case etag, lastModified = "last_modified", url, currentVersion = "current_version"
     }

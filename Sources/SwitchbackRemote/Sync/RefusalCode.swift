@@ -9,6 +9,9 @@ public enum RefusalCode: String, Sendable, Equatable, Hashable, Codable, CaseIte
     case insecureRedirect = "insecure_redirect"
     /// The answer is larger than the body cap.
     case bodyTooLarge = "body_too_large"
+    /// The answer has a `Content-Encoding` (gzip, br, ...) though only identity was asked for:
+    /// never inflated, so a compression bomb costs nothing.
+    case unrequestedEncoding = "unrequested_encoding"
     /// The answer is not an envelope (not JSON, bad base64, no signatures, ...).
     case malformedEnvelope = "malformed_envelope"
     /// A validly signed payload that is not a valid directive.

@@ -37,11 +37,14 @@ public func sync(
     case .notModified(let etag, let lastModified):
         let next = validators(etag: etag ?? sent.etag, lastModified: lastModified ?? sent.lastModified)
         return SyncResult(outcome: .unchanged(serial: nil), url: url.absoluteString, checkedAt: checkedAt, conditional: next)
-    case .fetched(let body, let etag, let lastModified):
-        let outcome = DirectiveEvaluator.evaluate(body, trust: trust, context: context)
+    case .fetched(let body, let etag, let lastModified, let date):
+        let (outcome, authentic) = DirectiveEvaluator.judge(body, trust: trust, context: context)
         // Remember validators only for a directive judged good; a refused one is fetched
-        // (and refused, visibly) again next time instead of hiding behind a 304.
-        let next = outcome.isSuccessfulCheck ? validators(etag: etag, lastModified: lastModified) : conditional
-        return SyncResult(outcome: outcome, url: url.absoluteString, checkedAt: checkedAt, conditional: next)
+        // (and refused, visibly) again next time instead of hiding behind a 304. Nor those
+        // that cannot tell a same-second, same-size change (ConditionalHeaders.areTrustworthy).
+        let trusted = ConditionalHeaders.areTrustworthy(lastModified: lastModified, date: date)
+        let next = outcome.isSuccessfulCheck ? (trusted ? validators(etag: etag, lastModified: lastModified) : .none) : conditional
+        return SyncResult(outcome: outcome, url: url.absoluteString, checkedAt: checkedAt, conditional: next,
+                          authentic: authentic.map(AuthenticDirective.init))
     }
 }

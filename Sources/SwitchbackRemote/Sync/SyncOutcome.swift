@@ -36,9 +36,11 @@ public enum SyncOutcome: Sendable, Equatable {
         }
     }
 
-    /// The code of a not-applicable, refused or unreachable outcome (`"bad_signature"`), else nil.
+    /// The code of a not-applicable, refused or unreachable outcome (`"bad_signature"`),
+    /// `"not_modified"` for a 304, else nil.
     public var code: String? {
         switch self {
+        case .unchanged(serial: nil): return "not_modified"
         case .applied, .unchanged: return nil
         case .notApplicable(let code, _): return code.rawValue
         case .refused(let code, _): return code.rawValue

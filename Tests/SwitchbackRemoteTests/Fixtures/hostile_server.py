@@ -16,9 +16,20 @@ Paths:
   /chain/<n>            302 to /chain/<n-1>; /chain/0 serves /files/directive.json
   /redirect?to=<url>    302 to <url>
   /files/<name>         serve <root>/<name> with ETag and Last-Modified; 304 on a match
+  /gzip-bomb            200, Content-Encoding: gzip, Content-Length: ~10 KB that inflates to
+                        10 MB of zeros (whatever Accept-Encoding the client sent)
+  /gzip-bomb-stream     200, Content-Encoding: gzip, chunked: 1 GB of zeros gzipped on the fly
+  /endless-chunked      200, Transfer-Encoding: chunked, 64 KiB chunks for ever (bounded by
+                        MAX_STREAM_SECONDS and the client leaving)
+  /huge-headers          200 with 100 headers of 1000 bytes each (100 KB of headers), then a body
+  /not-modified-forever/<name>
+                        304 to any request that carries If-None-Match or If-Modified-Since,
+                        else <root>/<name> with ETag and Last-Modified (a frozen mirror)
 """
 
 import argparse
+import gzip
+import zlib
 import hashlib
 import os
 import signal
@@ -33,6 +44,19 @@ BIG_SIZE = 50 * 1024 * 1024
 CHUNK = 64 * 1024
 MAX_HANG_SECONDS = 60
 MAX_DRIP_BYTES = 100
+MAX_STREAM_SECONDS = 30
+BOMB_SIZE = 10 * 1024 * 1024
+BOMB_STREAM_SIZE = 1024 * 1024 * 1024
+_bomb = None
+
+
+def gzip_bomb():
+    """10 MB of zeros, gzipped (about 10 KB): made once, before the port is announced, so
+    that serving it costs no time on a loaded machine (a test's deadline is about the client)."""
+    global _bomb
+    if _bomb is None:
+        _bomb = gzip.compress(b"\0" * BOMB_SIZE, compresslevel=9)
+    return _bomb
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -70,6 +94,27 @@ class Handler(BaseHTTPRequestHandler):
             return self.redirect(target)
         if path.startswith("/files/"):
             return self.file(path[len("/files/"):])
+        if path == "/gzip-bomb":
+            return self.bomb()
+        if path == "/gzip-bomb-stream":
+            return self.bomb_stream()
+        if path == "/endless-chunked":
+            return self.endless_chunked()
+        if path == "/huge-headers":
+            self.send_response(200)
+            for i in range(100):
+                self.send_header("X-Filler-%d" % i, "y" * 1000)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+            return
+        if path.startswith("/not-modified-forever/"):
+            if self.headers.get("If-None-Match") or self.headers.get("If-Modified-Since"):
+                self.send_response(304)
+                self.send_header("ETag", '"frozen"')
+                self.end_headers()
+                return
+            return self.file(path[len("/not-modified-forever/"):])
         return self.status(404)
 
     def hang(self):
@@ -113,6 +158,59 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(chunk)
         except OSError:
             pass
+
+    def bomb(self):
+        body = gzip_bomb()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        try:
+            self.wfile.write(body)
+        except OSError:
+            pass
+
+    def write_chunk(self, data):
+        self.wfile.write(b"%x\r\n" % len(data) + data + b"\r\n")
+
+    def bomb_stream(self):
+        self.protocol_version = "HTTP/1.1"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Encoding", "gzip")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        compressor = zlib.compressobj(9, zlib.DEFLATED, 31)  # 31: gzip framing
+        zeros = b"\0" * (1024 * 1024)
+        deadline = time.monotonic() + MAX_STREAM_SECONDS
+        try:
+            for _ in range(BOMB_STREAM_SIZE // len(zeros)):
+                if time.monotonic() > deadline:
+                    break
+                piece = compressor.compress(zeros)
+                if piece:
+                    self.write_chunk(piece)
+            self.write_chunk(compressor.flush())
+            self.wfile.write(b"0\r\n\r\n")
+        except OSError:
+            pass
+        self.close_connection = True
+
+    def endless_chunked(self):
+        self.protocol_version = "HTTP/1.1"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = b"x" * CHUNK
+        deadline = time.monotonic() + MAX_STREAM_SECONDS
+        try:
+            while time.monotonic() < deadline:
+                self.write_chunk(chunk)
+        except OSError:
+            pass
+        self.close_connection = True
 
     def redirect(self, location):
         self.send_response(302)
@@ -166,6 +264,7 @@ def main():
         os._exit(0)
 
     threading.Thread(target=expire, daemon=True).start()
+    gzip_bomb()
     print(server.server_address[1], flush=True)
     server.serve_forever()
 
