@@ -64,6 +64,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -131,6 +132,8 @@ class Fleet:
         self.figures = {}
         self.uid = None
         self.gid = None
+        self.load = []  # (wall time, machine busy fraction over the last second, runnable processes)
+        self.sampling = threading.Event()
 
     # --- clock and cap -------------------------------------------------------------
 
@@ -328,8 +331,26 @@ http {{
         self.uid, self.gid = entry.pw_uid, entry.pw_gid
         self.user_name = name
 
+    def sample_load(self):
+        """Once a second: the machine's busy share and runnable processes (/proc/stat), to tell
+        a burst of requests the fleet made from one a starved machine made (ticks delayed, then
+        all at once)."""
+        def read():
+            with open("/proc/stat") as handle:
+                lines = handle.read().splitlines()
+            fields = [int(x) for x in lines[0].split()[1:]]
+            running = next((int(l.split()[1]) for l in lines if l.startswith("procs_running")), 0)
+            return sum(fields), fields[3] + fields[4], running
+        previous = read()
+        while not self.sampling.wait(1.0):
+            current = read()
+            total, idle = current[0] - previous[0], current[1] - previous[1]
+            self.load.append((time.time(), (total - idle) / total if total else 0.0, current[2]))
+            previous = current
+
     def start_installs(self):
         count = self.args.installs
+        threading.Thread(target=self.sample_load, daemon=True).start()
         base = os.path.join(self.work, "installs")
         launcher = os.path.join(self.bundle, "bin", "launcher")
         spread = self.args.spread_over if self.args.start == "spread" else 0.0
@@ -578,6 +599,21 @@ http {{
                 "peak_over_mean": round(max(steady) / (steady_total / len(steady)), 2) if steady_total else None,
                 "seconds_with_requests": sum(1 for w in steady if w),
             }
+        # The machine around the busiest seconds of the settled window: a second preceded by a
+        # saturated machine is a catch-up of delayed ticks, not the fleet's own schedule.
+        if figures.get("steady") and self.load:
+            steady_load = [(t, busy, running) for t, busy, running in self.load if t >= steady_from]
+            saturated = sum(1 for _, busy, _ in steady_load if busy >= 0.95)
+            busiest = sorted(((w, first + i) for i, w in enumerate(windows) if first + i >= steady_from), reverse=True)[:3]
+            before = []
+            for count, at in busiest:
+                near = [(busy, running) for t, busy, running in self.load if at - 5 <= t < at + 1]
+                before.append({"requests": count, "at_s": round(at - first),
+                               "busy_5s_before": round(sum(b for b, _ in near) / len(near), 2) if near else None,
+                               "max_runnable": max((r for _, r in near), default=None)})
+            figures["steady"]["machine_saturated_seconds"] = saturated
+            figures["steady"]["machine_sampled_seconds"] = len(steady_load)
+            figures["steady"]["busiest_seconds"] = before
         # A coarse timeline: requests per 5 seconds from the first request.
         figures["per_5s"] = [sum(windows[i:i + 5]) for i in range(0, seconds, 5)]
         self.figures["requests"] = figures
@@ -639,6 +675,7 @@ http {{
     # --- cleanup --------------------------------------------------------------------
 
     def cleanup(self):
+        self.sampling.set()
         running = [i["popen"] for i in self.installs if i["popen"].poll() is None]
         for popen in running:
             try:
@@ -801,6 +838,11 @@ def report(fleet):
             out.append(f"  from one interval before the publication ({s['seconds']} s): peak {s['peak_per_s']}/s, "
                        f"mean {s['mean_per_s']}/s, peak/mean {s['peak_over_mean']}; "
                        f"{s['seconds_with_requests']} of {s['seconds']} seconds saw a request")
+        if s and "busiest_seconds" in s:
+            out.append(f"  the machine in that window: at least 95% busy in {s['machine_saturated_seconds']} of "
+                       f"{s['machine_sampled_seconds']} seconds; the busiest seconds: "
+                       + "; ".join(f"{b['requests']} at +{b['at_s']} s (machine {round(100 * b['busy_5s_before']) if b['busy_5s_before'] is not None else '?'}% "
+                                   f"busy over the 5 s before, up to {b['max_runnable']} runnable)" for b in s["busiest_seconds"]))
         out.append("  requests per 5 s: " + " ".join(str(n) for n in q["per_5s"]))
     out.append(f"Installs' last check: {f.get('last_check_outcomes')}; no remote record: {f.get('installs_without_remote_record')}; "
                f"installs whose supervisor reported more than the switch: {f.get('installs_with_unexpected_stderr')}"
