@@ -861,7 +861,8 @@ def report(fleet):
             # A labelled 0/1 flag says the same in its 1s: its 0s are left out.
             groups = sorted(((k, n) for k, n in entry["by_labels"].items() if not (k.startswith("{") and k.endswith("} 0"))),
                             key=lambda kv: (-kv[1], kv[0]))
-            shown = "; ".join(f"{k}: {n}" for k, n in groups[:6]) + ("; ..." if len(groups) > 6 else "")
+            shown = ("; ".join(f"{k}: {n}" for k, n in groups[:6]) + ("; ..." if len(groups) > 6 else "")) \
+                or f"0 for every install ({entry['series']} series)"
             out.append(f"  {name}: {shown}")
     c99 = f.get("converged_decided", {}).get("p99_s")
     bound = 1.2 * args.interval
