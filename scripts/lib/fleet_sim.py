@@ -49,8 +49,8 @@ OPTIONS:
   --root DIR            the Switchback checkout (scripts/fleet-sim passes it)
 
 Exit status: 0 when the run completed (whether or not the fleet met the acceptance bounds,
-which the report states), 1 when it could not run (a build, nginx or the installs failed),
-64 for bad usage, 130 on Ctrl-C.
+which the report states), 1 when it could not run (a build, nginx or the installs failed) or
+reached --duration, 64 for bad usage, 130 on Ctrl-C or SIGTERM.
 """
 
 import argparse
