@@ -964,7 +964,11 @@ def main(argv):
         report(fleet)
         if args.json:
             with open(args.json, "w") as handle:
-                json.dump({"options": {k: v for k, v in vars(args).items() if k != "help"}, "figures": fleet.figures},
+                run = {"build": fleet.commit, "app_id": fleet.app_id, "current_version": fleet.current_version,
+                       "work_filesystem": fleet.work_fs, "start_seconds": round(fleet.start_seconds, 1),
+                       "published_after_start_s": round(fleet.published - fleet.run_zero, 1),
+                       "started_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(fleet.published_wall - (fleet.published - fleet.run_zero)))}
+                json.dump({"options": {k: v for k, v in vars(args).items() if k != "help"}, "run": run, "figures": fleet.figures},
                           handle, indent=2)
     except SimError as error:
         print(f"Error: {error}", file=sys.stderr)
