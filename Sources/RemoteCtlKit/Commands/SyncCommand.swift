@@ -118,6 +118,9 @@ struct SyncCommand {
         } catch {
             throw .failure("The check's outcome could not be recorded: \(error.message)")
         }
+        // The next check's due time (docs/remote.md, "Scheduling") and the exported metrics.
+        RemoteSchedule.recordAttempt(in: directory, manifest: manifest, failed: applyFailure != nil || !result.isSuccessfulCheck,
+                                     consecutiveFailures: store.load().record.consecutiveFailures)
 
         if let applyFailure { throw .failure(applyFailure) }
         guard result.isSuccessfulCheck else { throw .failure(result.description) }
