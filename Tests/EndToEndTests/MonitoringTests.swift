@@ -171,6 +171,16 @@ import Glibc
         #expect(Self.value(text, "switchback_failed_starts_total") == "1")
     }
 
+    @Test func theDocumentedFleetQueriesPassPromtool() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/monitoring").path
+        let checked = try runProcess(Self.promtool, ["check", "rules", docs + "/switchback.rules.yml"])
+        #expect(checked.status == 0, "\(checked)")
+        #expect(checked.stdout.contains("SUCCESS: 8 rules found"), "\(checked)")
+        let tested = try runProcess("/bin/bash", ["-c", "cd '\(docs)' && \(Self.promtool) test rules switchback.rules.test.yml"])
+        #expect(tested.status == 0, "\(tested)")
+    }
+
     @Test func withoutAJournalSocketTheSwitchIsUnchanged() throws {
         let t = try TestBundle()
         let back = try t.rollbackctl("rollback", environment: ["SWITCHBACK_JOURNAL_SOCKET": t.directory + "/no-such-socket"])

@@ -6,7 +6,8 @@ public struct EventCounts: Sendable, Equatable {
     public var switches: Int = 0
     /// Switches to the previous slot, by who made them (`cli`, `remote`, `auto`).
     public var rollbacks: [ChoiceSource: Int] = [:]
-    /// Starts that did not run the chosen slot (`fallback`) or were not ready in time (`hung_start`).
+    /// Starts that did not run the chosen slot (`fallback`), supervised starts not ready in
+    /// time (`hung_start`), and live switches whose new child never became ready (`switch_failed`).
     public var failedStarts: Int = 0
 
     public init() {}
@@ -22,7 +23,7 @@ public struct EventCounts: Sendable, Equatable {
         case "switch":
             switches += 1
             if event.to == .previous { rollbacks[event.source, default: 0] += 1 }
-        case "fallback", "hung_start":
+        case "fallback", "hung_start", "switch_failed":
             failedStarts += 1
         default:
             break

@@ -7,6 +7,16 @@ public struct MetricsSnapshot: Sendable, Equatable {
         public var build: String
         /// "good", "trial" or "bad".
         public var health: String
+        /// Starts of this build that used a try without a good mark yet (boot counting; a
+        /// start in progress counts until it is marked good).
+        public var unmarkedStarts: Int
+
+        public init(version: String, build: String, health: String, unmarkedStarts: Int) {
+            self.version = version
+            self.build = build
+            self.health = health
+            self.unmarkedStarts = unmarkedStarts
+        }
     }
 
     public struct Remote: Sendable, Equatable {
@@ -25,6 +35,23 @@ public struct MetricsSnapshot: Sendable, Equatable {
         public var maxStalenessSeconds: Int64
         /// The next check's due time (the marker), in seconds.
         public var nextCheckAt: Int64?
+
+        public init(acceptedSerial: UInt64?, highestSeenSerial: UInt64?, lastCheckAt: Int64?, lastSuccessAt: Int64?,
+                    lastVerifiedAt: Int64?, heldExpiresAt: Int64?, outcome: String?, code: String?,
+                    consecutiveFailures: Int, isStale: Bool, maxStalenessSeconds: Int64, nextCheckAt: Int64?) {
+            self.acceptedSerial = acceptedSerial
+            self.highestSeenSerial = highestSeenSerial
+            self.lastCheckAt = lastCheckAt
+            self.lastSuccessAt = lastSuccessAt
+            self.lastVerifiedAt = lastVerifiedAt
+            self.heldExpiresAt = heldExpiresAt
+            self.outcome = outcome
+            self.code = code
+            self.consecutiveFailures = consecutiveFailures
+            self.isStale = isStale
+            self.maxStalenessSeconds = maxStalenessSeconds
+            self.nextCheckAt = nextCheckAt
+        }
     }
 
     public var appID: String
@@ -39,9 +66,22 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var rollback: Bool
     public var remote: Remote?
     public var counts: EventCounts
-    /// Failed starts counted by the health records (starts that used a try without a good mark).
-    public var unmarkedStarts: Int
     public var writtenAt: Int64
+
+    public init(appID: String, install: String, stateDirectory: String, current: Slot, previous: Slot, activeSlot: BuildSlot,
+                source: String, rollback: Bool, remote: Remote?, counts: EventCounts, writtenAt: Int64) {
+        self.appID = appID
+        self.install = install
+        self.stateDirectory = stateDirectory
+        self.current = current
+        self.previous = previous
+        self.activeSlot = activeSlot
+        self.source = source
+        self.rollback = rollback
+        self.remote = remote
+        self.counts = counts
+        self.writtenAt = writtenAt
+    }
 
     /// The label value, escaped as the text format wants (backslash, quote, newline).
     static func escape(_ value: String) -> String {
@@ -85,13 +125,18 @@ public struct MetricsSnapshot: Sendable, Equatable {
                [(BuildSlot.current, current), (BuildSlot.previous, previous)].flatMap { slot, record in
                    ["good", "trial", "bad"].map { ("health=\"\($0)\",slot=\"\(slot.rawValue)\"", flag($0 == record.health)) }
                })
+        metric("switchback_slot_unmarked_starts", "gauge",
+               "Starts of each slot's build that used a try without a good mark (a start in progress included).",
+               [(BuildSlot.current, current), (BuildSlot.previous, previous)].map { slot, record in
+                   ("slot=\"\(slot.rawValue)\"", String(record.unmarkedStarts))
+               })
         metric("switchback_switches_total", "counter", "Switches of the rollback flag (rollbackctl, directives, automatic).",
                [("", String(counts.switches))])
         metric("switchback_rollbacks_total", "counter", "Switches to the previous slot, by who made them.",
                [ChoiceSource.cli, .remote, .auto].map { ("source=\"\($0.rawValue)\"", String(counts.rollbacks[$0] ?? 0)) })
         metric("switchback_failed_starts_total", "counter",
-               "Failed starts: starts without a good mark, slots that could not run, supervised starts not ready in time.",
-               [("", String(counts.failedStarts + unmarkedStarts))])
+               "Failed starts: a slot that could not run, a supervised start or live switch not ready in time.",
+               [("", String(counts.failedStarts))])
         if let remote {
             func time(_ value: Int64?) -> [(String, String)] { value.map { [("", String($0))] } ?? [] }
             metric("switchback_remote_accepted_serial", "gauge", "The serial of the last directive applied (0: none).",

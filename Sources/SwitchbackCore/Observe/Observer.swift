@@ -117,12 +117,14 @@ public enum Observer {
         let health = HealthStore(directory: directory).load().record
         func slot(_ slot: BuildSlot) -> MetricsSnapshot.Slot {
             let verdict: String
-            switch health.health(of: slot, in: manifest).verdict {
+            let known = health.health(of: slot, in: manifest)
+            switch known.verdict {
             case .good: verdict = "good"
             case .bad: verdict = "bad"
             case .trial: verdict = "trial"
             }
-            return MetricsSnapshot.Slot(version: manifest[slot].version, build: manifest[slot].build, health: verdict)
+            return MetricsSnapshot.Slot(version: manifest[slot].version, build: manifest[slot].build, health: verdict,
+                                        unmarkedStarts: known.failedStarts)
         }
         let counts = EventCounts.load(from: directory)
             ?? EventCounts(events: (try? HistoryLog(path: directory.historyPath).read().events) ?? [])
@@ -139,13 +141,11 @@ public enum Observer {
                 maxStalenessSeconds: settings.maxStalenessSeconds,
                 nextCheckAt: RemoteSchedule.markerTime(in: directory).map { $0 / 1000 })
         }
-        let unmarked = [BuildSlot.current, .previous].reduce(into: Set<String>()) { $0.insert(manifest[$1].sha256) }
-            .reduce(0) { total, sha in total + (health.builds.first { $0.build == sha }?.failedStarts ?? 0) }
         return MetricsSnapshot(
             appID: manifest.appID, install: installLabel(for: directory), stateDirectory: directory.path,
             current: slot(.current), previous: slot(.previous), activeSlot: state.slot,
             source: state.source == .default ? "none" : state.source.rawValue, rollback: state.rollback,
-            remote: remote, counts: counts, unmarkedStarts: unmarked, writtenAt: now)
+            remote: remote, counts: counts, writtenAt: now)
     }
 
     /// Stale as docs/remote.md defines it: the held directive expired, or none verified
