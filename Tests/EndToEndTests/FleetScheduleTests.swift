@@ -98,4 +98,18 @@ import Glibc
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))
         #expect(try fleet.remote()["accepted_serial"] as? Int == 2)
     }
+
+    @Test(arguments: [
+        (["--check-splay", "soon"], "Error: --check-splay needs a whole number."),
+        (["--retry-floor", "-3"], "Error: --retry-floor needs a whole number."),
+        (["--metrics-dir", "textfile"], "Error: --metrics-dir needs an absolute directory, such as /var/lib/prometheus/node-exporter."),
+        (["--metrics-dir"], "Error: --metrics-dir needs an absolute directory, such as /var/lib/prometheus/node-exporter."),
+    ])
+    func bundleFlagsOfTheScheduleAndTheMetricsAreChecked(arguments: [String], error: String) throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let result = try runProcess(repository + "/scripts/bundle", arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr.hasPrefix(error + "\nUsage: scripts/bundle"), "\(result)")
+    }
 }
