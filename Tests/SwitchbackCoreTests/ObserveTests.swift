@@ -78,4 +78,27 @@ struct ObserveTests {
         #expect(a != b && a.count == 16 && b.count == 16)
         #expect(Observer.fileName(appID: "com.example/notes x", install: a) == "switchback-com.example_notes_x-\(a).prom")
     }
+
+    @Test func historyEventsBecomeEntriesWithTheirKindAndSerial() {
+        var settings = KeyValueText()
+        settings.append("remote.url", "https://example.com/d.json")
+        let current = Manifest.SlotRecord(version: "1.3.0", build: "b1", abiStamp: "s", size: 1, sha256: String(repeating: "1", count: 64))
+        let previous = Manifest.SlotRecord(version: "1.2.0", build: "b0", abiStamp: "s", size: 1, sha256: String(repeating: "0", count: 64))
+        let manifest = Manifest(appID: "com.example.notes", current: current, previous: previous, settings: settings)
+        let directory = StateDirectory(path: "/var/lib/notes")
+        let remote = HistoryEvent(time: 1, kind: .switch, from: .current, to: .previous, source: .remote,
+                                  reason: "1.3.0 corrupts notes (directive serial 42)")
+        let entry = Observer.journalEntry(for: remote, manifest: manifest, directory: directory)
+        #expect(entry.kind == .rollback)
+        #expect(entry.message == "Rolled back to the previous slot (1.2.0) by remote: 1.3.0 corrupts notes (directive serial 42).")
+        #expect(entry.fields.first { $0.key == "SWITCHBACK_SERIAL" }?.value == "42")
+        let fallback = HistoryEvent(time: 1, kind: .fallback, from: .current, to: .previous, source: .auto, reason: "The current slot is missing.")
+        let failed = Observer.journalEntry(for: fallback, manifest: manifest, directory: directory)
+        #expect(failed.kind == .fallback && failed.kind.priority == 4)
+        #expect(failed.message == "The current slot could not run; the previous slot (1.2.0) ran instead: The current slot is missing.")
+        #expect(!failed.fields.contains { $0.key == "SWITCHBACK_SERIAL" })
+        let forward = HistoryEvent(time: 1, kind: .switch, from: .previous, to: .current, source: .cli, reason: nil)
+        #expect(Observer.journalEntry(for: forward, manifest: manifest, directory: directory).message
+                == "Rolled forward to the current slot (1.3.0) by cli: no reason given.")
+    }
 }

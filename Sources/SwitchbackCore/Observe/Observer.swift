@@ -51,6 +51,10 @@ public enum Observer {
         case "fallback":
             kind = .fallback
             message = "The \(event.from.rawValue) slot could not run; the \(event.to.rawValue) slot (\(version)) ran instead: \(reason)"
+        case "remote_stale":
+            // The reason is the whole sentence (what is stale, since when, what to do).
+            kind = .remoteStale
+            message = reason
         default:
             kind = JournalEntry.Kind(rawValue: event.kind.rawValue) ?? .other
             message = "\(event.kind.rawValue.replacingUnderscores()) (\(event.from.rawValue) to \(event.to.rawValue) slot, \(version)): \(reason)"
