@@ -181,6 +181,20 @@ import Glibc
         #expect(tested.status == 0, "\(tested)")
     }
 
+    @Test func aMissingMetricsDirectoryIsAWarningAndTheSwitchStillHappens() throws {
+        let t = try TestBundle()
+        let missing = t.directory + "/no-such-textfile-dir"
+        try t.setManifestSetting("metrics.textfile_dir", missing)
+        let back = try t.rollbackctl("rollback")
+        #expect(back.status == 0)
+        #expect(back.stdout == "Rolled back: the next start runs the previous slot (\(t.previousVersion)).\n")
+        let file = "\(missing)/switchback-dev.switchback.sample-"
+        #expect(back.stderr.hasPrefix("Warning: the metrics file \(file)"), "\(back)")
+        #expect(back.stderr.contains("failed: No such file or directory); create \(missing) or rebuild the bundle with scripts/bundle --metrics-dir DIR. The switch itself is done.\n"), "\(back)")
+        #expect(back.stderr.split(separator: "\n").count == 1, "one sentence: \(back)")
+        #expect(try t.status()["active_slot"] as? String == "previous")
+    }
+
     @Test func withoutAJournalSocketTheSwitchIsUnchanged() throws {
         let t = try TestBundle()
         let back = try t.rollbackctl("rollback", environment: ["SWITCHBACK_JOURNAL_SOCKET": t.directory + "/no-such-socket"])

@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Where an install's outcomes reach existing monitoring (docs/monitoring.md): every history
 /// event and every refused directive becomes one journald entry, and the install's metrics
 /// file for node_exporter's textfile collector (`metrics.textfile_dir`) is rewritten.
@@ -6,6 +10,10 @@
 /// never on a start that changes nothing. Never throws and never fails the event: monitoring
 /// that cannot be written is skipped.
 public enum Observer {
+    /// Whether this process already said that the metrics file cannot be written. Only the
+    /// event paths of single-threaded commands (and the launcher's) touch it.
+    nonisolated(unsafe) static var hasWarned = false
+
     /// The manifest setting naming the textfile collector's directory.
     public static let textfileDirectorySetting = "metrics.textfile_dir"
 
@@ -89,12 +97,25 @@ public enum Observer {
 
     /// Rewrites the install's metrics file when the manifest names a textfile directory:
     /// a temporary file in that directory, then `rename(2)`, so the collector reads the old
-    /// file or the new one, never half.
-    public static func refreshMetrics(in directory: StateDirectory, manifest: Manifest, now: Int64 = currentUnixTime()) {
-        guard let textfileDirectory = manifest.settings[textfileDirectorySetting], !textfileDirectory.isEmpty else { return }
+    /// file or the new one, never half. A file that cannot be written is said on stderr in
+    /// one sentence (`Warning: ...`) and never fails the event; returns that sentence.
+    @discardableResult
+    public static func refreshMetrics(in directory: StateDirectory, manifest: Manifest, now: Int64 = currentUnixTime()) -> String? {
+        guard let textfileDirectory = manifest.settings[textfileDirectorySetting], !textfileDirectory.isEmpty else { return nil }
         let snapshot = snapshot(of: directory, manifest: manifest, now: now)
         let path = textfileDirectory + "/" + fileName(appID: manifest.appID, install: snapshot.install)
-        try? FileSystem.replace(path, with: Array(snapshot.render().utf8), mode: 0o644, durable: false)
+        do {
+            try FileSystem.replace(path, with: Array(snapshot.render().utf8), mode: 0o644, durable: false)
+            return nil
+        } catch {
+            let warning = "Warning: the metrics file \(path) could not be written (\(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)); create \(textfileDirectory) or rebuild the bundle with scripts/bundle --metrics-dir DIR. The switch itself is done."
+            if !hasWarned {  // once per process: a sync that applies a directive writes twice
+                hasWarned = true
+                var line = warning + "\n"
+                _ = line.withUTF8 { write(2, $0.baseAddress, $0.count) }
+            }
+            return warning
+        }
     }
 
     /// `switchback-<app id>-<install>.prom`: several installs share one collector directory.
