@@ -15,11 +15,11 @@ struct RemoteScheduleTests {
     let defaults = settings()
     let now: Int64 = 1_795_317_164_000
 
-    @Test func defaultsAreAnHourWithHalfAnHourOfSplayAndAThirtySecondFloor() {
+    @Test func defaultsAreAnHourWithAnHourOfSplayAndAThirtySecondFloor() {
         #expect(defaults.intervalSeconds == 3600)
-        #expect(defaults.splaySeconds == 1800)
+        #expect(defaults.splaySeconds == 3600)
         #expect(defaults.retryFloorSeconds == 30)
-        #expect(Self.settings(["remote.interval_s": "60"]).splaySeconds == 30)
+        #expect(Self.settings(["remote.interval_s": "60"]).splaySeconds == 60)
         #expect(Self.settings(["remote.interval_s": "60", "remote.splay_s": "0"]).splaySeconds == 0)
     }
 
@@ -76,7 +76,9 @@ struct RemoteScheduleTests {
         #expect(RemoteSchedule.due(marker: now, now: now, settings: defaults) == .due(lateMilliseconds: 0))
         #expect(RemoteSchedule.due(marker: now - 5000, now: now, settings: defaults) == .due(lateMilliseconds: 5000))
         // Further ahead than anything the schedule sets: the clock went back (or `touch -d`).
-        #expect(RemoteSchedule.due(marker: now + 3_600_001, now: now, settings: defaults) == .due(lateMilliseconds: nil))
+        // (The horizon is the splay, an interval by default, plus the sync's 60-second lease.)
+        #expect(RemoteSchedule.due(marker: now + 3_660_000, now: now, settings: defaults) == .notDue)
+        #expect(RemoteSchedule.due(marker: now + 3_660_001, now: now, settings: defaults) == .due(lateMilliseconds: nil))
         #expect(RemoteSchedule.due(marker: Int64.max, now: now, settings: defaults) == .due(lateMilliseconds: nil))
         #expect(RemoteSchedule.due(marker: Int64.min, now: now, settings: defaults) == .due(lateMilliseconds: nil))
         // A claimed marker (splay plus lease) is ours even when that is past the interval.
@@ -85,14 +87,40 @@ struct RemoteScheduleTests {
     }
 
     @Test func onlyAFirstOrLongOverdueCheckWaitsBeforeFetching() {
-        let window: Int64 = 1_800_000
+        let window: Int64 = 3_600_000
         #expect(RemoteSchedule.startDelay(.notDue, settings: defaults, unit: 0.5) == 0)
         #expect(RemoteSchedule.startDelay(.due(lateMilliseconds: 0), settings: defaults, unit: 0.5) == 0)
         #expect(RemoteSchedule.startDelay(.due(lateMilliseconds: window), settings: defaults, unit: 0.5) == 0)
-        #expect(RemoteSchedule.startDelay(.due(lateMilliseconds: window + 1), settings: defaults, unit: 0.5) == window / 2)
+        // 0.5 of the draw is inside the flat part (6/7 of it): 0.5 × 7/6 × 0.75 of the window.
+        #expect(RemoteSchedule.startDelay(.due(lateMilliseconds: window + 1), settings: defaults, unit: 0.5) == 1_575_000)
         #expect(RemoteSchedule.startDelay(.due(lateMilliseconds: nil), settings: defaults, unit: 0) == 0)
         #expect(RemoteSchedule.startDelay(.due(lateMilliseconds: nil), settings: defaults, unit: 1) == window)
+        #expect(RemoteSchedule.startDelay(.due(lateMilliseconds: nil), settings: defaults, unit: 6.0 / 7) == 2_700_000)
         let off = Self.settings(["remote.splay_s": "0"])
         #expect(RemoteSchedule.startDelay(.due(lateMilliseconds: nil), settings: off, unit: 0.9) == 0)
+    }
+
+    @Test func firstChecksFollowTheScheduleStationaryDistribution() {
+        // Bounds and monotony of the inverse distribution function.
+        #expect(RemoteSchedule.firstCheckFraction(0) == 0)
+        #expect(RemoteSchedule.firstCheckFraction(1) == 1)
+        #expect(RemoteSchedule.firstCheckFraction(.nan) == 0)
+        let grid = (0...1000).map { RemoteSchedule.firstCheckFraction(Double($0) / 1000) }
+        #expect(zip(grid, grid.dropFirst()).allSatisfy { $0 <= $1 })
+        // A fleet whose first checks follow it, then the schedule, asks at one steady rate:
+        // 20,000 simulated installs, interval 1, counted in tenths of an interval over three
+        // intervals; every tenth holds 1/0.875 of N/10 requests, within 5%.
+        var counts = [Int](repeating: 0, count: 30)
+        for _ in 0..<20_000 {
+            var at = RemoteSchedule.firstCheckFraction(RemoteSchedule.randomUnit())
+            while at < 3 {
+                counts[Int(at * 10)] += 1
+                at += 0.75 + 0.25 * RemoteSchedule.randomUnit()
+            }
+        }
+        let steady = 20_000.0 / 10 / 0.875
+        for (tenth, count) in counts.enumerated() {
+            #expect(abs(Double(count) - steady) < steady * 0.05, "tenth \(tenth): \(count) requests, steady \(Int(steady))")
+        }
     }
 }

@@ -13,8 +13,9 @@ import SwitchbackSystem
 /// - the k-th failure in a row: `uniform(floor × 2^(k-1), floor × 2^k)`, capped at the
 ///   interval (floor = `remote.retry_floor_s`);
 ///
-/// and a start that finds a first check, or one overdue by more than the splay, waits
-/// `uniform(0, remote.splay_s)` before fetching (in the detached sync, never in the start).
+/// and a start that finds a first check, or one overdue by more than the splay, waits up to
+/// `remote.splay_s` before fetching (in the detached sync, never in the start), drawn so that
+/// a fleet started together is at its steady request rate from the first second.
 /// Every function here is pure: the random draw (`unit`, in [0, 1)) and the clock come in
 /// as arguments; `RemoteCheckTrigger` and `recordAttempt` supply the real ones.
 public enum RemoteSchedule {
@@ -44,14 +45,34 @@ public enum RemoteSchedule {
         return .due(lateMilliseconds: -ahead)
     }
 
-    /// The wait before a start's background fetch: `uniform(0, splay)` for a first check or
-    /// one overdue by more than the splay (a fleet started together, or restarted after
-    /// idling), else none (the due times are already spread).
+    /// The wait before a start's background fetch, for a first check or one overdue by more
+    /// than the splay (a fleet started together, or restarted after idling); none otherwise
+    /// (the due times are already spread). The wait is `splay × firstCheckFraction(unit)`.
     public static func startDelay(_ due: Due, settings: RemoteSettings, unit: Double) -> Int64 {
         guard case .due(let late) = due else { return 0 }
         let window = milliseconds(settings.splaySeconds)
         if let late, late <= window { return 0 }
-        return Int64(Double(window) * clamp(unit))
+        return Int64(Double(window) * firstCheckFraction(unit))
+    }
+
+    /// The shortest wait after a success, as a fraction of the interval.
+    public static let successJitterLow = 0.75
+
+    /// Where in the splay window a first check falls, in [0, 1]: the stationary residual wait
+    /// of the schedule's own renewal process (waits uniform in [0.75, 1] intervals), by its
+    /// inverse distribution function. Density 1/0.875 on [0, 0.75], then falling linearly to
+    /// 0 at 1. With the splay equal to the interval (the default), a fleet started together is
+    /// at once in the state a long-running fleet reaches: requests at the steady rate
+    /// `N / (0.875 × interval)` from the first second, with no wave when the first checks'
+    /// successors arrive (a uniform first wait gives a rate of up to twice N / interval then).
+    public static func firstCheckFraction(_ unit: Double) -> Double {
+        let u = clamp(unit)
+        let low = successJitterLow
+        let mean = (1 + low) / 2
+        let flat = low / mean  // the probability of the flat part
+        if u < flat { return u / flat * low }
+        let v = min(1, (u - flat) / (1 - flat))
+        return 1 - (1 - low) * (1 - v).squareRoot()
     }
 
     /// How long after an attempt the next check is due, in milliseconds. `consecutiveFailures`
@@ -60,7 +81,7 @@ public enum RemoteSchedule {
         let interval = Double(milliseconds(settings.intervalSeconds))
         let floor = Double(milliseconds(settings.retryFloorSeconds))
         let u = clamp(unit)
-        guard failed, floor < interval else { return Int64(interval * (0.75 + 0.25 * u)) }
+        guard failed, floor < interval else { return Int64(interval * (successJitterLow + (1 - successJitterLow) * u)) }
         let failures = Double(min(max(1, consecutiveFailures), 62))
         let high = min(interval, floor * pow(2, failures))
         let low = max(floor, min(high, floor * pow(2, failures - 1)))

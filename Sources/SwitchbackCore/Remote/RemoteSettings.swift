@@ -22,9 +22,9 @@ public struct RemoteSettings: Sendable, Equatable {
     /// the backoff doubles from there, with jitter, up to the interval.
     public var retryFloorSeconds: Int64
     /// The longest random wait before a start's first check, or one overdue by more than
-    /// this (`remote.splay_s`, default half the interval): a fleet started together, or
-    /// restarted after idling, spreads its requests over this window (docs/remote.md,
-    /// "Scheduling"). 0 turns the wait off; the due times keep their own jitter.
+    /// this (`remote.splay_s`, default the interval): a fleet started together, or restarted
+    /// after idling, spreads its requests over this window (docs/remote.md, "Scheduling").
+    /// 0 turns the wait off; the due times keep their own jitter.
     public var splaySeconds: Int64
     /// The whole sync's deadline (`remote.deadline_ms`, default 5000).
     public var deadlineMilliseconds: Int
@@ -45,7 +45,7 @@ public struct RemoteSettings: Sendable, Equatable {
         intervalSeconds = Int64(manifest.milliseconds("remote.interval_s", default: 3600))
         maxStalenessSeconds = Int64(max(1, manifest.milliseconds("remote.max_staleness_s", default: 86400)))
         retryFloorSeconds = Int64(max(1, manifest.milliseconds("remote.retry_floor_s", default: 30)))
-        splaySeconds = Int64(manifest.milliseconds("remote.splay_s", default: Int(intervalSeconds / 2)))
+        splaySeconds = Int64(manifest.milliseconds("remote.splay_s", default: Int(intervalSeconds)))
         deadlineMilliseconds = max(1, manifest.milliseconds("remote.deadline_ms", default: 5000))
         allowsInsecureHTTP = manifest.settings["remote.allow_insecure_http"] == "true"
         checksBeforeStart = manifest.settings["remote.check_before_start"] == "true"
