@@ -17,6 +17,9 @@ import Glibc
         try t.setManifestSetting("remote.url", server.url("/directive.json"))
         try t.setManifestSetting("remote.interval_s", "3600")
         try t.setManifestSetting("remote.splay_s", "8")
+        // The server answers 404, a failed check: a floor of an hour keeps the retries out of
+        // the count however slowly a loaded machine starts the 100 installs.
+        try t.setManifestSetting("remote.retry_floor_s", "3600")
 
         // 100 installs, each with its own state directory, started by one shell in one go.
         let count = 100
