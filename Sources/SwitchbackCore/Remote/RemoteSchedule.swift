@@ -82,9 +82,14 @@ public enum RemoteSchedule {
         let floor = Double(milliseconds(settings.retryFloorSeconds))
         let u = clamp(unit)
         guard failed, floor < interval else { return Int64(interval * (successJitterLow + (1 - successJitterLow) * u)) }
-        let failures = Double(min(max(1, consecutiveFailures), 62))
-        let high = min(interval, floor * pow(2, failures))
-        let low = max(floor, min(high, floor * pow(2, failures - 1)))
+        // floor × 2^k and floor × 2^(k-1), capped at the interval, by doubling: pow(2, k)
+        // would link libm's exp2@GLIBC_2.29 into the launcher, one more version node for the
+        // dynamic loader to allocate at every start.
+        let failures = min(max(1, consecutiveFailures), 62)
+        var low = floor
+        for _ in 1..<failures where low < interval { low *= 2 }
+        let high = min(interval, low * 2)
+        low = min(low, high)
         return Int64(low + (high - low) * u)
     }
 
