@@ -102,6 +102,35 @@ import Glibc
         #expect(try fleet.remote()["accepted_serial"] as? Int == 2)
     }
 
+    @Test func theWaitingSyncHoldsNothingTheStartLeftOpen() throws {
+        let fleet = try RemoteDirectiveTests.Fleet()
+        let t = fleet.t
+        let server = try RequestLogServer(status: 404, directory: t.directory)
+        defer { server.stop() }
+        try t.setManifestSetting("remote.url", server.url("/directive.json"))
+        // The default splay, an hour: the first check waits (under 5 s once in 600 draws).
+        // The start's descriptor 3 is a pipe to `cat`, which ends only when every writer has
+        // closed it: a sync waiting its splay must not be one of them.
+        let started = Date()
+        let run = try runProcess("/bin/bash", ["-c", "'\(t.bundle)/bin/launcher' version 3>&1 >/dev/null | cat; echo done"],
+                                 environment: ProcessInfo.processInfo.environment.merging(["SWITCHBACK_STATE_DIR": t.state]) { $1 })
+        #expect(run.status == 0 && run.stdout == "done\n", "\(run)")
+        #expect(Date().timeIntervalSince(started) < 30, "the pipe was held open")
+        // The waiting process says what it is, and holds no descriptor above 2.
+        let waiting = try FileManager.default.contentsOfDirectory(atPath: "/proc").compactMap(Int32.init).filter { pid in
+            let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+            let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))) ?? Data()
+            return comm == "switchback-wait\n" && String(decoding: environ, as: UTF8.self).contains("SWITCHBACK_STATE_DIR=\(t.state)\0")
+        }
+        #expect(waiting.count == 1, "one waiting sync: \(waiting)")
+        for pid in waiting {
+            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            #expect(descriptors.compactMap(Int.init).allSatisfy { $0 <= 2 }, "descriptors \(descriptors)")
+            kill(pid, SIGKILL)  // started by this test; its wait would outlive it
+        }
+        #expect(server.requestTimes().isEmpty, "still waiting, nothing fetched yet")
+    }
+
     @Test(arguments: [
         (["--check-splay", "soon"], "Error: --check-splay needs a whole number."),
         (["--retry-floor", "-3"], "Error: --retry-floor needs a whole number."),

@@ -65,8 +65,9 @@ static inline int switchback_spawn_detached(const char *path, char *const argv[]
 }
 
 /// `switchback_spawn_detached`, whose program first sleeps `delay_ms` milliseconds (after
-/// `setsid`, in the detached process): a background job that must not start at the same
-/// instant across a fleet (the remote check's splay, docs/remote.md "Scheduling").
+/// `setsid`, in the detached process, named `switchback-wait` meanwhile, with every descriptor
+/// above 2 closed): a background job that must not start at the same instant across a fleet
+/// (the remote check's splay, docs/remote.md "Scheduling").
 static inline int switchback_spawn_detached_after(long delay_ms, const char *path, char *const argv[], char *const envp[]) {
     pid_t middle = fork();
     if (middle < 0) return errno;
@@ -79,6 +80,13 @@ static inline int switchback_spawn_detached_after(long delay_ms, const char *pat
             dup2(null, 0); dup2(null, 1); dup2(null, 2);
             if (null > 2) close(null);
         }
+        // Nothing the caller left open reaches the waiting process or the program: a pipe or
+        // a listening socket held through the wait would outlive the app that owns it.
+        if (syscall(436 /* SYS_close_range */, 3U, ~0U, 0U) != 0) {
+            for (int fd = 3; fd < 1024; fd++) close(fd);
+        }
+        // `ps -o comm`, top: what this process is while it waits (its arguments stay the caller's).
+        (void)prctl(PR_SET_NAME, (unsigned long)"switchback-wait", 0, 0, 0);
         (void)nice(10);
         sigset_t empty;
         sigemptyset(&empty);
