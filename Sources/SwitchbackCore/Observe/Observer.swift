@@ -175,11 +175,9 @@ public enum Observer {
 
     /// Stale as docs/remote.md defines it: the held directive expired, or none verified
     /// within the limit (counted from the last verification, else from the last success).
+    /// The same rule as `status` and the history (`RemoteRecord.staleness`).
     static func isStale(_ record: RemoteRecord, now: Int64, maxStalenessSeconds: Int64) -> Bool {
-        if let expiry = record.heldExpiresAt, now >= expiry { return true }
-        guard let reference = record.lastVerifiedAt ?? record.lastSuccessAt ?? record.lastAttemptAt else { return false }
-        let (since, overflow) = reference.addingReportingOverflow(max(1, maxStalenessSeconds))
-        return !overflow && now >= since
+        record.staleness(now: now, maxStalenessSeconds: maxStalenessSeconds) != nil
     }
 
     /// N from "... (directive serial N)" or "... directive serial N ...".

@@ -35,36 +35,11 @@ static inline int switchback_signaled(int status) { return WIFSIGNALED(status); 
 static inline int switchback_term_signal(int status) { return WTERMSIG(status); }
 
 /// Starts `path` fully detached, without waiting for it: fork, `setsid(2)`, fork again, stdio
-/// to /dev/null, nice 10, an empty signal mask, `execve(2)`; the middle process exits at once and is
-/// reaped here, so the program is adopted by init (or the nearest subreaper) and never
+/// to /dev/null, nice 10, an empty signal mask, `execve(2)`; the middle process exits at once
+/// and is reaped here, so the program is adopted by init (or the nearest subreaper) and never
 /// becomes a zombie of the caller, which may go on to run an app for hours. Only
-/// async-signal-safe calls run between fork and exec. Returns 0, or the errno of the first fork.
-static inline int switchback_spawn_detached(const char *path, char *const argv[], char *const envp[]) {
-    pid_t middle = fork();
-    if (middle < 0) return errno;
-    if (middle == 0) {
-        if (setsid() < 0) _exit(1);
-        pid_t program = fork();
-        if (program != 0) _exit(program < 0 ? 1 : 0);
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, 0); dup2(null, 1); dup2(null, 2);
-            if (null > 2) close(null);
-        }
-        // A background job: let the app starting beside it have the CPU first.
-        (void)nice(10);
-        sigset_t empty;
-        sigemptyset(&empty);
-        sigprocmask(SIG_SETMASK, &empty, NULL);
-        execve(path, argv, envp);
-        _exit(127);
-    }
-    int status;
-    while (waitpid(middle, &status, 0) < 0 && errno == EINTR) {}
-    return 0;
-}
-
-/// `switchback_spawn_detached`, whose program first sleeps `delay_ms` milliseconds (after
+/// async-signal-safe calls run between fork and exec. Returns 0, or the errno of the first
+/// fork. The program first sleeps `delay_ms` milliseconds (after
 /// `setsid`, in the detached process, named `switchback-wait` meanwhile, with every descriptor
 /// above 2 closed): a background job that must not start at the same instant across a fleet
 /// (the remote check's splay, docs/remote.md "Scheduling").
