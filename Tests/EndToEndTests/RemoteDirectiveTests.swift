@@ -238,6 +238,8 @@ import Glibc
         defer { server.stop() }
         try t.setManifestSetting("remote.url", server.url("/directive.json"))
         try t.setManifestSetting("remote.interval_s", "3600")
+        // No random wait before the first check (FleetScheduleTests covers the splay).
+        try t.setManifestSetting("remote.splay_s", "0")
         try fleet.publish("previous", serial: 1)
 
         // The first start triggers the sync and runs the current slot without waiting.
@@ -245,8 +247,13 @@ import Glibc
         #expect(waitUntil(seconds: 15) { (try? fleet.remote()["accepted_serial"] as? Int) == 1 })
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
 
-        // Within the interval no start syncs again, whatever is published.
+        // Within the interval no start syncs again, whatever is published. The marker holds
+        // the next due time: at least 3/4 of the interval ahead once the sync recorded it.
         let marker = t.state + "/remote.attempt"
+        #expect(waitUntil(seconds: 15) {
+            let due = try? FileManager.default.attributesOfItem(atPath: marker)[.modificationDate] as? Date
+            return (due ?? .distantPast) > Date().addingTimeInterval(2600)
+        })
         let touched = try FileManager.default.attributesOfItem(atPath: marker)[.modificationDate] as? Date
         try fleet.publish("current", serial: 2)
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))

@@ -135,6 +135,9 @@ struct SyncCommand {
         } catch {
             throw .failure("The check's outcome could not be recorded: \(error.message)")
         }
+        // The next check's due time (docs/remote.md, "Scheduling") and the exported metrics.
+        RemoteSchedule.recordAttempt(in: directory, manifest: manifest, failed: applyFailure != nil || !result.isSuccessfulCheck,
+                                     consecutiveFailures: store.load().record.consecutiveFailures)
 
         if let becameStale, !background { console.error("Warning: \(becameStale.description)") }
         if let applyFailure { throw .failure(applyFailure) }

@@ -33,6 +33,8 @@ struct VerdictCommand {
                 health.note = good ? "marked good with rollbackctl" : "marked bad with rollbackctl"
                 record.set(health)
             }
+            // A verdict is no history event: the metrics file (slot health) is rewritten here.
+            Observer.refreshMetrics(in: workspace.directory, manifest: manifest)
             if good {
                 console.out("Marked the \(slot.rawValue) build (\(version)) good: its starts are no longer counted.")
                 return

@@ -194,6 +194,7 @@ public struct Manifest: Sendable, Equatable {
         ("remote.before_start_deadline_ms", ValueRange.duration),
         ("remote.max_staleness_s", ValueRange.duration),
         ("remote.retry_floor_s", ValueRange.duration),
+        ("remote.splay_s", ValueRange.duration),
         ("supervise.grace_ms", ValueRange.duration),
         ("supervise.backoff_initial_ms", ValueRange.duration),
         ("supervise.backoff_max_ms", ValueRange.duration),

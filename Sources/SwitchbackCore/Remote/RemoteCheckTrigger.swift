@@ -6,11 +6,13 @@ import SwitchbackSystem
 /// How a start keeps the remote directive fresh without linking networking: it runs
 /// `bin/rollbackctl-remote sync`, which does the fetching.
 ///
-/// By default the start never waits: when the last attempt is older than `remote.interval_s`
-/// (one `stat(2)` of `remote.attempt`), the marker is touched and the sync is started fully
-/// detached; its result takes effect at the next start (at once under the supervisor, which
-/// watches the state file). With `remote.check_before_start=true` the start runs the sync and
-/// waits for it, bounded by `remote.before_start_deadline_ms`.
+/// The marker `remote.attempt` holds the next due time as its mtime (`RemoteSchedule`), so a
+/// start that has nothing to do costs one `stat(2)`. By default the start never waits: when
+/// a check is due, the marker is claimed for the sync's lease and the sync is started fully
+/// detached, after a random wait when the check is a first one or long overdue; its result
+/// takes effect at the next start (at once under the supervisor, which watches the state
+/// file). With `remote.check_before_start=true` a start whose check is due runs the sync and
+/// waits for it, bounded by `remote.before_start_deadline_ms`; one that is not due does not.
 public struct RemoteCheckTrigger: Sendable {
     let settings: RemoteSettings
     let directory: StateDirectory
@@ -24,7 +26,7 @@ public struct RemoteCheckTrigger: Sendable {
         self.bundleRoot = bundleRoot
     }
 
-    /// The marker whose mtime is the last attempt's time: rate limit at one `stat`.
+    /// The marker whose mtime is the next check's due time.
     public var markerPath: String { Self.markerPath(in: directory) }
     /// The same, for any state directory.
     public static func markerPath(in directory: StateDirectory) -> String { directory.path + "/remote.attempt" }
@@ -33,50 +35,50 @@ public struct RemoteCheckTrigger: Sendable {
     /// The program that fetches: beside the launcher in `bin/`.
     public var programPath: String { bundleRoot + "/bin/rollbackctl-remote" }
 
-    /// Whether the last attempt is older than the interval (or there was none). A marker in
-    /// the future by more than the interval (the clock went back) counts as old.
-    public func isDue(now: Int64 = currentUnixTime()) -> Bool {
-        var info = stat()
-        guard stat(markerPath, &info) == 0 else { return true }
-        // A marker dated anywhere (touch -d) must not overflow the subtraction: that is due too.
-        let (age, overflow) = now.subtractingReportingOverflow(Int64(info.st_mtim.tv_sec))
-        return overflow || age >= settings.intervalSeconds || age < -settings.intervalSeconds
+    /// Whether a check is due (one `stat` of the marker); see `RemoteSchedule.due`.
+    public func due(now: Int64 = RemoteSchedule.nowMilliseconds()) -> RemoteSchedule.Due {
+        RemoteSchedule.due(marker: RemoteSchedule.markerTime(in: directory), now: now, settings: settings)
     }
 
-    /// Sets the marker's mtime to now (creating it), so no other start triggers a sync
-    /// within the interval. Returns false when the state directory cannot be written.
+    /// Whether a check is due now.
+    public func isDue() -> Bool { due() != .notDue }
+
+    /// Claims the marker for a sync's lease (creating it), so no other start triggers a sync
+    /// meanwhile. Returns false when the state directory cannot be written.
     @discardableResult
     public func touchMarker() -> Bool { Self.touchMarker(in: directory) }
 
-    /// The same, for any state directory (`rollbackctl sync` touches it too: a manual check
-    /// counts as an attempt).
+    /// The same, for any state directory (`rollbackctl sync` calls it once it holds the sync
+    /// lock: the sync then sets the real due time with `RemoteSchedule.recordAttempt`).
     @discardableResult
-    public static func touchMarker(in directory: StateDirectory) -> Bool {
-        _ = try? FileSystem.createDirectory(directory.path)
-        let fd = open(markerPath(in: directory), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        if fd < 0 { return false }
-        defer { close(fd) }
-        return futimens(fd, nil) == 0
+    public static func touchMarker(in directory: StateDirectory, extraMilliseconds: Int64 = 0) -> Bool {
+        RemoteSchedule.setMarker(in: directory, to: RemoteSchedule.nowMilliseconds() + extraMilliseconds + RemoteSchedule.leaseMilliseconds)
     }
 
-    /// When due: touches the marker and starts `rollbackctl-remote sync --background`
-    /// detached (it exits at once if another sync holds the sync lock). Never waits for the
-    /// network. Returns a sentence when the sync could not be started.
+    /// When due: claims the marker and starts `rollbackctl-remote sync --background` detached
+    /// (it exits at once if another sync holds the sync lock), after the splay's random wait
+    /// when the check is a first one or long overdue. Never waits for the network. Returns a
+    /// sentence when the sync could not be started.
     @discardableResult
     public func startInBackgroundIfDue() -> String? {
-        guard isDue(), touchMarker() else { return nil }
+        let due = due()
+        guard due != .notDue else { return nil }
+        let delay = RemoteSchedule.startDelay(due, settings: settings, unit: RemoteSchedule.randomUnit())
+        guard Self.touchMarker(in: directory, extraMilliseconds: delay) else { return nil }
         guard access(programPath, X_OK) == 0 else {
             return "cannot check the remote directive: \(programPath) is missing; rebuild the bundle with scripts/bundle."
         }
         let result = withCArguments(["sync", "--background"]) { argv in
-            switchback_spawn_detached(programPath, argv, environ)
+            switchback_spawn_detached_after(Int(delay), programPath, argv, environ)
         }
         return result == 0 ? nil : "cannot start \(programPath): \(errorString(result))."
     }
 
-    /// Runs `rollbackctl-remote sync` with the before-start deadline and waits for it (killing
-    /// it if it overstays by more than a second). Touches the marker first.
+    /// When a check is due (one `stat`, as in the default mode): runs `rollbackctl-remote sync`
+    /// with the before-start deadline and waits for it (killing it if it overstays by more than
+    /// a second). Claims the marker first. Not due: returns at once.
     public func runBeforeStart() {
+        guard isDue() else { return }
         touchMarker()
         guard access(programPath, X_OK) == 0 else { return }
         let deadline = settings.beforeStartDeadlineMilliseconds

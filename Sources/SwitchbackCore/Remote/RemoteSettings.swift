@@ -12,8 +12,8 @@ public struct RemoteSettings: Sendable, Equatable {
     public var url: String?
     /// The trusted public keys (`remote.keys`), base64 DER SubjectPublicKeyInfo each.
     public var keys: [String]
-    /// How old the last check may be before a start triggers a background sync
-    /// (`remote.interval_s`, default 3600).
+    /// The most time between two checks of a running install (`remote.interval_s`, default
+    /// 3600): after a successful check the next is due `interval × uniform(0.75, 1.0)` later.
     public var intervalSeconds: Int64
     /// How long an install may go without verifying a directive before status, metrics and the
     /// history call it stale (`remote.max_staleness_s`, default 86400). The decision stays.
@@ -21,6 +21,11 @@ public struct RemoteSettings: Sendable, Equatable {
     /// The shortest wait before a failed check is retried (`remote.retry_floor_s`, default 30);
     /// the backoff doubles from there, with jitter, up to the interval.
     public var retryFloorSeconds: Int64
+    /// The longest random wait before a start's first check, or one overdue by more than
+    /// this (`remote.splay_s`, default the interval): a fleet started together, or restarted
+    /// after idling, spreads its requests over this window (docs/remote.md, "Scheduling").
+    /// 0 turns the wait off; the due times keep their own jitter.
+    public var splaySeconds: Int64
     /// The whole sync's deadline (`remote.deadline_ms`, default 5000).
     public var deadlineMilliseconds: Int
     /// Whether plain http to a non-loopback host is allowed (`remote.allow_insecure_http`).
@@ -40,6 +45,7 @@ public struct RemoteSettings: Sendable, Equatable {
         intervalSeconds = Int64(manifest.milliseconds("remote.interval_s", default: 3600))
         maxStalenessSeconds = Int64(max(1, manifest.milliseconds("remote.max_staleness_s", default: 86400)))
         retryFloorSeconds = Int64(max(1, manifest.milliseconds("remote.retry_floor_s", default: 30)))
+        splaySeconds = Int64(manifest.milliseconds("remote.splay_s", default: Int(intervalSeconds)))
         deadlineMilliseconds = max(1, manifest.milliseconds("remote.deadline_ms", default: 5000))
         allowsInsecureHTTP = manifest.settings["remote.allow_insecure_http"] == "true"
         checksBeforeStart = manifest.settings["remote.check_before_start"] == "true"

@@ -38,9 +38,11 @@ public struct HistoryLog: Sendable {
         return (events, unreadable)
     }
 
-    /// Appends an event durably; compacts when the log is past the limit.
+    /// Appends an event durably; compacts when the log is past the limit. Then tells
+    /// monitoring (`Observer`: a journald entry, the metrics file), which never fails it.
     public func append(_ event: HistoryEvent) throws(SwitchbackError) {
         try FileSystem.appendDurably(path, Array(event.serialized().utf8))
+        defer { Observer.historyAppended(event, historyPath: path) }
         // Lines are at least 30 bytes: only count them when the file could be past the limit.
         guard let info = try FileSystem.status(path), Int(info.st_size) > Self.limit * 30 else { return }
         let tooLarge = Int(info.st_size) > Self.byteLimit

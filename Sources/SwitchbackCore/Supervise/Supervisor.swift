@@ -371,8 +371,10 @@ public final class Supervisor {
             systemd?.send("WATCHDOG=1")
             nextSystemdPing = now + period
         }
-        // A long-running app keeps its directive fresh: one stat per tick, a detached sync
-        // per interval; an applied directive changes the state file, which the next lines see.
+        // A long-running app keeps its directive fresh: one stat per tick, a detached sync when
+        // the marker's due time comes (RemoteSchedule: the interval with jitter, a backoff after
+        // failures, a random wait before a first or overdue check, slept by the detached sync so
+        // this loop never waits); an applied directive changes the state file, which the next lines see.
         if let problem = remoteCheck?.startInBackgroundIfDue() { Launcher.printError("launcher: supervisor: \(problem)") }
         watchPersistedChoice()
     }

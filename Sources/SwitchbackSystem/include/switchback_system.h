@@ -15,6 +15,7 @@
 #include <spawn.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 /// pipe2(2) with O_CLOEXEC.
 int switchback_pipe_cloexec(int fds[2]);
@@ -34,11 +35,15 @@ static inline int switchback_signaled(int status) { return WIFSIGNALED(status); 
 static inline int switchback_term_signal(int status) { return WTERMSIG(status); }
 
 /// Starts `path` fully detached, without waiting for it: fork, `setsid(2)`, fork again, stdio
-/// to /dev/null, nice 10, an empty signal mask, `execve(2)`; the middle process exits at once and is
-/// reaped here, so the program is adopted by init (or the nearest subreaper) and never
+/// to /dev/null, nice 10, an empty signal mask, `execve(2)`; the middle process exits at once
+/// and is reaped here, so the program is adopted by init (or the nearest subreaper) and never
 /// becomes a zombie of the caller, which may go on to run an app for hours. Only
-/// async-signal-safe calls run between fork and exec. Returns 0, or the errno of the first fork.
-static inline int switchback_spawn_detached(const char *path, char *const argv[], char *const envp[]) {
+/// async-signal-safe calls run between fork and exec. Returns 0, or the errno of the first
+/// fork. The program first sleeps `delay_ms` milliseconds (after
+/// `setsid`, in the detached process, named `switchback-wait` meanwhile, with every descriptor
+/// above 2 closed): a background job that must not start at the same instant across a fleet
+/// (the remote check's splay, docs/remote.md "Scheduling").
+static inline int switchback_spawn_detached_after(long delay_ms, const char *path, char *const argv[], char *const envp[]) {
     pid_t middle = fork();
     if (middle < 0) return errno;
     if (middle == 0) {
@@ -50,11 +55,21 @@ static inline int switchback_spawn_detached(const char *path, char *const argv[]
             dup2(null, 0); dup2(null, 1); dup2(null, 2);
             if (null > 2) close(null);
         }
-        // A background job: let the app starting beside it have the CPU first.
+        // Nothing the caller left open reaches the waiting process or the program: a pipe or
+        // a listening socket held through the wait would outlive the app that owns it.
+        if (syscall(436 /* SYS_close_range */, 3U, ~0U, 0U) != 0) {
+            for (int fd = 3; fd < 1024; fd++) close(fd);
+        }
+        // `ps -o comm`, top: what this process is while it waits (its arguments stay the caller's).
+        (void)prctl(PR_SET_NAME, (unsigned long)"switchback-wait", 0, 0, 0);
         (void)nice(10);
         sigset_t empty;
         sigemptyset(&empty);
         sigprocmask(SIG_SETMASK, &empty, NULL);
+        if (delay_ms > 0) {
+            struct timespec pause = { .tv_sec = delay_ms / 1000, .tv_nsec = (delay_ms % 1000) * 1000000L };
+            while (nanosleep(&pause, &pause) < 0 && errno == EINTR) {}
+        }
         execve(path, argv, envp);
         _exit(127);
     }

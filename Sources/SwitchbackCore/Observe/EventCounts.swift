@@ -1,0 +1,58 @@
+/// The counters the metrics export (switches, rollbacks by source, failed starts), kept in
+/// `observe-counts` in the state directory so they survive restarts and the history's
+/// compaction, and cost one small read to export. Incremented by `Observer` under the state
+/// lock when a history event is appended; a missing file is seeded once from the history.
+public struct EventCounts: Sendable, Equatable {
+    public var switches: Int = 0
+    /// Switches to the previous slot, by who made them (`cli`, `remote`, `auto`).
+    public var rollbacks: [ChoiceSource: Int] = [:]
+    /// Starts that did not run the chosen slot (`fallback`), supervised starts not ready in
+    /// time (`hung_start`), and live switches whose new child never became ready (`switch_failed`).
+    public var failedStarts: Int = 0
+
+    public init() {}
+
+    /// The counts of `events` (a seed from the history).
+    public init(events: [HistoryEvent]) {
+        for event in events { add(event) }
+    }
+
+    /// Counts one event.
+    public mutating func add(_ event: HistoryEvent) {
+        switch event.kind.rawValue {
+        case "switch":
+            switches += 1
+            if event.to == .previous { rollbacks[event.source, default: 0] += 1 }
+        case "fallback", "hung_start", "switch_failed":
+            failedStarts += 1
+        default:
+            break
+        }
+    }
+
+    public static func path(in directory: StateDirectory) -> String { directory.path + "/observe-counts" }
+
+    /// Reads the file; nil when it is missing or damaged (then seeded from the history).
+    public static func load(from directory: StateDirectory) -> EventCounts? {
+        guard let bytes = try? FileSystem.read(path(in: directory), limit: 4096),
+              let text = try? KeyValueText.parse(bytes, describing: "observe-counts") else { return nil }
+        func number(_ key: String) -> Int? { text[key].flatMap { Int($0) }.flatMap { $0 >= 0 ? $0 : nil } }
+        guard let switches = number("switches"), let failed = number("failed_starts") else { return nil }
+        var counts = EventCounts()
+        counts.switches = switches
+        counts.failedStarts = failed
+        for source in [ChoiceSource.cli, .remote, .auto] {
+            if let value = number("rollbacks_" + source.rawValue) { counts.rollbacks[source] = value }
+        }
+        return counts
+    }
+
+    /// Writes the file atomically.
+    public func save(to directory: StateDirectory) throws(SwitchbackError) {
+        var text = KeyValueText()
+        text.append("switches", String(switches))
+        for source in [ChoiceSource.cli, .remote, .auto] { text.append("rollbacks_" + source.rawValue, String(rollbacks[source] ?? 0)) }
+        text.append("failed_starts", String(failedStarts))
+        try FileSystem.replace(Self.path(in: directory), with: text.serialized(), durable: false)
+    }
+}

@@ -1,0 +1,211 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where an install's outcomes reach existing monitoring (docs/monitoring.md): every history
+/// event and every refused directive becomes one journald entry, and the install's metrics
+/// file for node_exporter's textfile collector (`metrics.textfile_dir`) is rewritten.
+///
+/// Called on event paths only (`HistoryLog.append`, a sync's `RemoteSchedule.recordAttempt`),
+/// never on a start that changes nothing. Never throws and never fails the event: monitoring
+/// that cannot be written is skipped.
+public enum Observer {
+    /// Whether this process already said that the metrics file cannot be written. Only the
+    /// event paths of single-threaded commands (and the launcher's) touch it.
+    nonisolated(unsafe) static var hasWarned = false
+
+    /// The manifest setting naming the textfile collector's directory.
+    public static let textfileDirectorySetting = "metrics.textfile_dir"
+
+    /// After `event` was appended to the history at `historyPath` (the caller holds the state
+    /// lock): counts it, sends its journal entry, rewrites the metrics file. The manifest is
+    /// the bundle's of the running executable (`bin/..`); without one (a library's tests)
+    /// nothing is done.
+    public static func historyAppended(_ event: HistoryEvent, historyPath: String) {
+        let directory = StateDirectory(path: FileSystem.parentDirectory(of: historyPath))
+        guard let manifest = bundleManifest() else { return }
+        var counts: EventCounts
+        if var known = EventCounts.load(from: directory) {
+            known.add(event)
+            counts = known
+        } else {
+            counts = EventCounts(events: (try? HistoryLog(path: historyPath).read().events) ?? [event])
+        }
+        try? counts.save(to: directory)
+        journalEntry(for: event, manifest: manifest, directory: directory).send()
+        refreshMetrics(in: directory, manifest: manifest)
+    }
+
+    /// After a sync recorded its outcome: a refused or unapplied directive's journal entry,
+    /// and the metrics file.
+    public static func checkRecorded(in directory: StateDirectory, manifest: Manifest) {
+        let record = RemoteStore(directory: directory).load().record
+        if let entry = journalEntry(forCheck: record, manifest: manifest, directory: directory) { entry.send() }
+        refreshMetrics(in: directory, manifest: manifest)
+    }
+
+    /// The journal entry of a history event.
+    public static func journalEntry(for event: HistoryEvent, manifest: Manifest, directory: StateDirectory) -> JournalEntry {
+        let reason = event.reason ?? "no reason given"
+        let version = manifest[event.to].version
+        let kind: JournalEntry.Kind
+        let message: String
+        switch event.kind.rawValue {
+        case "switch":
+            kind = event.to == .previous ? .rollback : .rollforward
+            message = event.to == .previous
+                ? "Rolled back to the previous slot (\(version)) by \(event.source.rawValue): \(reason)"
+                : "Rolled forward to the current slot (\(version)) by \(event.source.rawValue): \(reason)"
+        case "fallback":
+            kind = .fallback
+            message = "The \(event.from.rawValue) slot could not run; the \(event.to.rawValue) slot (\(version)) ran instead: \(reason)"
+        case "remote_stale":
+            // The reason is the whole sentence (what is stale, since when, what to do).
+            kind = .remoteStale
+            message = reason
+        default:
+            kind = JournalEntry.Kind(rawValue: event.kind.rawValue) ?? .other
+            message = "\(event.kind.rawValue.replacingUnderscores()) (\(event.from.rawValue) to \(event.to.rawValue) slot, \(version)): \(reason)"
+        }
+        var fields: [(key: String, value: String)] = [
+            ("SWITCHBACK_APP_ID", manifest.appID), ("SWITCHBACK_SLOT", event.to.rawValue),
+            ("SWITCHBACK_FROM_SLOT", event.from.rawValue), ("SWITCHBACK_VERSION", version),
+            ("SWITCHBACK_SOURCE", event.source.rawValue), ("SWITCHBACK_REASON", reason),
+        ]
+        if event.source == .remote, let serial = directiveSerial(in: reason) { fields.append(("SWITCHBACK_SERIAL", String(serial))) }
+        fields.append(("SWITCHBACK_STATE_DIR", directory.path))
+        return JournalEntry(kind: kind, message: message.hasSuffix(".") ? message : message + ".", fields: fields)
+    }
+
+    /// The journal entry of a check that refused a directive or could not apply it; nil for
+    /// any other outcome (an unreachable server is in the metrics, not the journal).
+    public static func journalEntry(forCheck record: RemoteRecord, manifest: Manifest, directory: StateDirectory) -> JournalEntry? {
+        let kind: JournalEntry.Kind
+        switch record.outcome {
+        case "refused": kind = .remoteRefused
+        case "not_applied": kind = .remoteNotApplied
+        default: return nil
+        }
+        var fields: [(key: String, value: String)] = [("SWITCHBACK_APP_ID", manifest.appID)]
+        if let code = record.code { fields.append(("SWITCHBACK_CODE", code)) }
+        if let serial = record.reason.flatMap(directiveSerial(in:)) { fields.append(("SWITCHBACK_SERIAL", String(serial))) }
+        if let accepted = record.acceptedSerial { fields.append(("SWITCHBACK_ACCEPTED_SERIAL", String(accepted))) }
+        if let url = record.url { fields.append(("SWITCHBACK_URL", url)) }
+        fields.append(("SWITCHBACK_STATE_DIR", directory.path))
+        return JournalEntry(kind: kind, message: record.reason ?? "The remote directive was refused.", fields: fields)
+    }
+
+    /// Rewrites the install's metrics file when the manifest names a textfile directory:
+    /// a temporary file in that directory, then `rename(2)`, so the collector reads the old
+    /// file or the new one, never half. A file that cannot be written is said on stderr in
+    /// one sentence (`Warning: ...`) and never fails the event; returns that sentence.
+    @discardableResult
+    public static func refreshMetrics(in directory: StateDirectory, manifest: Manifest, now: Int64 = currentUnixTime()) -> String? {
+        guard let textfileDirectory = manifest.settings[textfileDirectorySetting], !textfileDirectory.isEmpty else { return nil }
+        let snapshot = snapshot(of: directory, manifest: manifest, now: now)
+        let path = textfileDirectory + "/" + fileName(appID: manifest.appID, install: snapshot.install)
+        do {
+            try FileSystem.replace(path, with: Array(snapshot.render().utf8), mode: 0o644, durable: false)
+            return nil
+        } catch {
+            let warning = "Warning: the metrics file \(path) could not be written (\(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)); create \(textfileDirectory) or rebuild the bundle with scripts/bundle --metrics-dir DIR. The switch itself is done."
+            if !hasWarned {  // once per process: a sync that applies a directive writes twice
+                hasWarned = true
+                var line = warning + "\n"
+                _ = line.withUTF8 { write(2, $0.baseAddress, $0.count) }
+            }
+            return warning
+        }
+    }
+
+    /// `switchback-<app id>-<install>.prom`: several installs share one collector directory.
+    public static func fileName(appID: String, install: String) -> String {
+        let safe = String(appID.unicodeScalars.map { scalar -> Character in
+            let ok = (scalar >= "a" && scalar <= "z") || (scalar >= "A" && scalar <= "Z") || (scalar >= "0" && scalar <= "9")
+                || scalar == "." || scalar == "-" || scalar == "_"
+            return ok ? Character(scalar) : "_"
+        })
+        return "switchback-\(safe)-\(install).prom"
+    }
+
+    /// The install's id in the metrics: FNV-1a 64 of the state directory's path, in hex.
+    public static func installLabel(for directory: StateDirectory) -> String {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in directory.path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        let hex = String(hash, radix: 16)
+        return String(repeating: "0", count: 16 - hex.count) + hex
+    }
+
+    /// The metrics of the install: the state, health, remote record, counts and marker.
+    public static func snapshot(of directory: StateDirectory, manifest: Manifest, now: Int64) -> MetricsSnapshot {
+        let state = StateStore(directory: directory).load().state
+        let health = HealthStore(directory: directory).load().record
+        func slot(_ slot: BuildSlot) -> MetricsSnapshot.Slot {
+            let verdict: String
+            let known = health.health(of: slot, in: manifest)
+            switch known.verdict {
+            case .good: verdict = "good"
+            case .bad: verdict = "bad"
+            case .trial: verdict = "trial"
+            }
+            return MetricsSnapshot.Slot(version: manifest[slot].version, build: manifest[slot].build, health: verdict,
+                                        unmarkedStarts: known.failedStarts)
+        }
+        let counts = EventCounts.load(from: directory)
+            ?? EventCounts(events: (try? HistoryLog(path: directory.historyPath).read().events) ?? [])
+        let settings = manifest.remote
+        let (record, _) = RemoteStore(directory: directory).load()
+        var remote: MetricsSnapshot.Remote?
+        if settings.url != nil || record.lastAttemptAt != nil {
+            remote = MetricsSnapshot.Remote(
+                acceptedSerial: record.acceptedSerial, highestSeenSerial: record.highestSeenSerial,
+                lastCheckAt: record.lastAttemptAt, lastSuccessAt: record.lastSuccessAt,
+                lastVerifiedAt: record.lastVerifiedAt, heldExpiresAt: record.heldExpiresAt,
+                outcome: record.outcome, code: record.code, consecutiveFailures: record.consecutiveFailures ?? 0,
+                isStale: isStale(record, now: now, maxStalenessSeconds: settings.maxStalenessSeconds),
+                maxStalenessSeconds: settings.maxStalenessSeconds,
+                nextCheckAt: RemoteSchedule.markerTime(in: directory).map { $0 / 1000 })
+        }
+        return MetricsSnapshot(
+            appID: manifest.appID, install: installLabel(for: directory), stateDirectory: directory.path,
+            current: slot(.current), previous: slot(.previous), activeSlot: state.slot,
+            source: state.source == .default ? "none" : state.source.rawValue, rollback: state.rollback,
+            remote: remote, counts: counts, writtenAt: now)
+    }
+
+    /// Stale as docs/remote.md defines it: the held directive expired, or none verified
+    /// within the limit (counted from the last verification, else from the last success).
+    /// The same rule as `status` and the history (`RemoteRecord.staleness`).
+    static func isStale(_ record: RemoteRecord, now: Int64, maxStalenessSeconds: Int64) -> Bool {
+        record.staleness(now: now, maxStalenessSeconds: maxStalenessSeconds) != nil
+    }
+
+    /// N from "... (directive serial N)" or "... directive serial N ...".
+    static func directiveSerial(in text: String) -> UInt64? {
+        let marker = Array("directive serial ".utf8)
+        let bytes = Array(text.utf8)
+        var found: UInt64?
+        var index = 0
+        while index + marker.count <= bytes.count {
+            if bytes[index..<(index + marker.count)].elementsEqual(marker) {
+                let digits = bytes[(index + marker.count)...].prefix { $0 >= 0x30 && $0 <= 0x39 }
+                if let value = UInt64(String(decoding: digits, as: UTF8.self)) { found = value }
+                index += marker.count
+            } else {
+                index += 1
+            }
+        }
+        return found
+    }
+
+    /// The manifest of the bundle the running executable belongs to (`<bundle>/bin/<exe>`).
+    static func bundleManifest() -> Manifest? {
+        guard let executable = FileSystem.executablePath() else { return nil }
+        let root = FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: executable))
+        return try? Manifest.load(bundleRoot: root)
+    }
+}
+
+extension String {
+    func replacingUnderscores() -> String { String(map { $0 == "_" ? " " : $0 }) }
+}

@@ -1,0 +1,146 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SwitchbackSystem
+
+/// When each install checks its remote directive, so that a fleet never polls in lockstep
+/// (docs/remote.md, "Scheduling").
+///
+/// The marker `remote.attempt` holds the *next due time* as its mtime, so a start still
+/// decides with one `stat(2)`. After every attempt the sync sets it:
+///
+/// - success: `interval × uniform(0.75, 1.0)` from now;
+/// - the k-th failure in a row: `uniform(floor × 2^(k-1), floor × 2^k)`, capped at the
+///   interval (floor = `remote.retry_floor_s`);
+///
+/// and a start that finds a first check, or one overdue by more than the splay, waits up to
+/// `remote.splay_s` before fetching (in the detached sync, never in the start), drawn so that
+/// a fleet started together is at its steady request rate from the first second.
+/// Every function here is pure: the random draw (`unit`, in [0, 1)) and the clock come in
+/// as arguments; `RemoteCheckTrigger` and `recordAttempt` supply the real ones.
+public enum RemoteSchedule {
+    /// How long a started sync holds the marker before another start may start one
+    /// (a sync that dies before recording its outcome is retried after this).
+    public static let leaseMilliseconds: Int64 = 60_000
+
+    /// What a start should do about the remote check.
+    public enum Due: Sendable, Equatable {
+        /// The next check is in the future.
+        case notDue
+        /// Due since `lateMilliseconds`; nil for a first check, or a marker too far in the
+        /// future to be ours (the clock went back, or it was dated by hand).
+        case due(lateMilliseconds: Int64?)
+    }
+
+    /// Whether a check is due, from the marker's time (milliseconds since the epoch; nil when
+    /// there is no marker). A marker further ahead than anything this schedule ever sets
+    /// (the interval, or the splay plus the lease) counts as due: a clock set back by a day
+    /// does not silence the checks for a day.
+    public static func due(marker: Int64?, now: Int64, settings: RemoteSettings) -> Due {
+        guard let marker else { return .due(lateMilliseconds: nil) }
+        let horizon = max(milliseconds(settings.intervalSeconds), milliseconds(settings.splaySeconds) + leaseMilliseconds)
+        let (ahead, overflow) = marker.subtractingReportingOverflow(now)
+        if overflow || ahead > horizon { return .due(lateMilliseconds: nil) }
+        if ahead > 0 { return .notDue }
+        return .due(lateMilliseconds: -ahead)
+    }
+
+    /// The wait before a start's background fetch, for a first check or one overdue by more
+    /// than the splay (a fleet started together, or restarted after idling); none otherwise
+    /// (the due times are already spread). The wait is `splay × firstCheckFraction(unit)`.
+    public static func startDelay(_ due: Due, settings: RemoteSettings, unit: Double) -> Int64 {
+        guard case .due(let late) = due else { return 0 }
+        let window = milliseconds(settings.splaySeconds)
+        if let late, late <= window { return 0 }
+        return Int64(Double(window) * firstCheckFraction(unit))
+    }
+
+    /// The shortest wait after a success, as a fraction of the interval.
+    public static let successJitterLow = 0.75
+
+    /// Where in the splay window a first check falls, in [0, 1]: the stationary residual wait
+    /// of the schedule's own renewal process (waits uniform in [0.75, 1] intervals), by its
+    /// inverse distribution function. Density 1/0.875 on [0, 0.75], then falling linearly to
+    /// 0 at 1. With the splay equal to the interval (the default), a fleet started together is
+    /// at once in the state a long-running fleet reaches: requests at the steady rate
+    /// `N / (0.875 × interval)` from the first second, with no wave when the first checks'
+    /// successors arrive (a uniform first wait gives a rate of up to twice N / interval then).
+    public static func firstCheckFraction(_ unit: Double) -> Double {
+        let u = clamp(unit)
+        let low = successJitterLow
+        let mean = (1 + low) / 2
+        let flat = low / mean  // the probability of the flat part
+        if u < flat { return u / flat * low }
+        let v = min(1, (u - flat) / (1 - flat))
+        return 1 - (1 - low) * (1 - v).squareRoot()
+    }
+
+    /// How long after an attempt the next check is due, in milliseconds. `consecutiveFailures`
+    /// counts this failure too (a failure with a count of 0 is treated as the first).
+    public static func nextDelay(failed: Bool, consecutiveFailures: Int, settings: RemoteSettings, unit: Double) -> Int64 {
+        let interval = Double(milliseconds(settings.intervalSeconds))
+        let floor = Double(milliseconds(settings.retryFloorSeconds))
+        let u = clamp(unit)
+        guard failed, floor < interval else { return Int64(interval * (successJitterLow + (1 - successJitterLow) * u)) }
+        // floor × 2^k and floor × 2^(k-1), capped at the interval, by doubling: pow(2, k)
+        // would link libm's exp2@GLIBC_2.29 into the launcher, one more version node for the
+        // dynamic loader to allocate at every start.
+        let failures = min(max(1, consecutiveFailures), 62)
+        var low = floor
+        for _ in 1..<failures where low < interval { low *= 2 }
+        let high = min(interval, low * 2)
+        low = min(low, high)
+        return Int64(low + (high - low) * u)
+    }
+
+    /// A uniform draw in [0, 1) from `switchback_random64` (getrandom(2)).
+    public static func randomUnit() -> Double {
+        Double(switchback_random64() >> 11) / Double(UInt64(1) << 53)
+    }
+
+    /// The current time in milliseconds since the epoch.
+    public static func nowMilliseconds() -> Int64 {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+    }
+
+    /// After a sync: sets the next due time (success: the interval with splay; failure: the
+    /// backoff) on the marker, and refreshes what the install exports for monitoring
+    /// (docs/monitoring.md). `consecutiveFailures` is the record's count after this attempt
+    /// (sync keeps it: 0 after an authentic answer, one more otherwise). Returns the due time
+    /// in milliseconds, or nil when the marker could not be written (the next start then
+    /// checks again: never fewer checks, only more).
+    @discardableResult
+    public static func recordAttempt(in directory: StateDirectory, manifest: Manifest, failed: Bool,
+                                     consecutiveFailures: Int?) -> Int64? {
+        let delay = nextDelay(failed: failed, consecutiveFailures: consecutiveFailures ?? (failed ? 1 : 0),
+                              settings: manifest.remote, unit: randomUnit())
+        let at = nowMilliseconds() + delay
+        let written = setMarker(in: directory, to: at)
+        Observer.checkRecorded(in: directory, manifest: manifest)
+        return written ? at : nil
+    }
+
+    /// Sets the marker's mtime to `at` (milliseconds since the epoch), creating it.
+    @discardableResult
+    public static func setMarker(in directory: StateDirectory, to at: Int64) -> Bool {
+        _ = try? FileSystem.createDirectory(directory.path)
+        let fd = open(RemoteCheckTrigger.markerPath(in: directory), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
+        if fd < 0 { return false }
+        defer { close(fd) }
+        let time = timespec(tv_sec: Int(at / 1000), tv_nsec: Int(at % 1000) * 1_000_000)
+        var times = [time, time]
+        return futimens(fd, &times) == 0
+    }
+
+    /// The marker's time in milliseconds since the epoch, nil when there is none: one `stat(2)`.
+    public static func markerTime(in directory: StateDirectory) -> Int64? {
+        var info = stat()
+        guard stat(RemoteCheckTrigger.markerPath(in: directory), &info) == 0 else { return nil }
+        return Int64(info.st_mtim.tv_sec) &* 1000 &+ Int64(info.st_mtim.tv_nsec) / 1_000_000
+    }
+
+    static func milliseconds(_ seconds: Int64) -> Int64 { max(0, seconds) &* 1000 }
+    static func clamp(_ unit: Double) -> Double { unit.isNaN ? 0 : min(max(unit, 0), 1) }
+}

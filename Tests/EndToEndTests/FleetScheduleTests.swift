@@ -1,0 +1,147 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The remote check's schedule through the real binaries (docs/remote.md, "Scheduling"):
+/// many installs started together spread their requests; a failed check is retried after
+/// the floor, not after the interval; `check_before_start` honours the interval. The server
+/// is a real HTTP server on 127.0.0.1 that logs when each request arrives.
+@Suite(.serialized) struct FleetScheduleTests {
+    @Test func aHundredInstallsStartedTogetherSpreadTheirFirstChecks() throws {
+        let fleet = try RemoteDirectiveTests.Fleet()
+        let t = fleet.t
+        let server = try RequestLogServer(status: 404, directory: t.directory)
+        defer { server.stop() }
+        try t.setManifestSetting("remote.url", server.url("/directive.json"))
+        try t.setManifestSetting("remote.interval_s", "3600")
+        try t.setManifestSetting("remote.splay_s", "8")
+        // The server answers 404, a failed check: a floor of an hour keeps the retries out of
+        // the count however slowly a loaded machine starts the 100 installs.
+        try t.setManifestSetting("remote.retry_floor_s", "3600")
+
+        // 100 installs, each with its own state directory, started by one shell in one go.
+        let count = 100
+        let script = """
+        for i in $(seq 1 \(count)); do
+          SWITCHBACK_STATE_DIR="\(t.directory)/installs/$i" "\(t.bundle)/bin/launcher" version >/dev/null 2>&1 &
+        done
+        wait
+        """
+        let started = Date()
+        let run = try runProcess("/bin/bash", ["-c", script])
+        #expect(run.status == 0, "\(run)")
+        // The starts themselves never wait for the network.
+        #expect(Date().timeIntervalSince(started) < 60)
+        #expect(waitUntil(seconds: 90) { server.requestTimes().count >= count })
+        usleep(1_000_000)
+        let times = server.requestTimes()
+        #expect(times.count == count, "one first check per install")
+        let busiest = busiestWindow(times, width: 1)
+        let spread = (times.last ?? 0) - (times.first ?? 0)
+        print("FleetScheduleTests: \(times.count) requests over \(String(format: "%.2f", spread)) s, at most \(busiest) in one second")
+        #expect(busiest <= count / 2, "at most half of the requests in any 1-second window, not \(busiest)")
+        #expect(spread > 4, "spread over the 8-second splay, not \(spread) s")
+        // Each install then holds its next due time, in the future: no start checks again now.
+        for i in 1...count {
+            let marker = "\(t.directory)/installs/\(i)/remote.attempt"
+            let due = try FileManager.default.attributesOfItem(atPath: marker)[.modificationDate] as? Date
+            #expect((due ?? .distantPast) > Date(), "install \(i)'s next check is in the future")
+        }
+    }
+
+    @Test func aFailedCheckIsRetriedAfterTheFloorNotAfterTheInterval() throws {
+        let fleet = try RemoteDirectiveTests.Fleet()
+        let t = fleet.t
+        let server = try RequestLogServer(status: 503, directory: t.directory)
+        defer { server.stop() }
+        try t.setManifestSetting("remote.url", server.url("/directive.json"))
+        try t.setManifestSetting("remote.interval_s", "3600")
+        try t.setManifestSetting("remote.retry_floor_s", "2")
+        try t.setManifestSetting("remote.splay_s", "0")
+
+        #expect(try t.launcher("version").status == 0)
+        #expect(waitUntil(seconds: 30) { server.requestTimes().count == 1 })
+        #expect(waitUntil(seconds: 30) { (try? fleet.remote()["outcome"] as? String) == "unreachable" })
+        // Starts keep coming; the retry comes between the floor and twice the floor, never
+        // after the hour the interval would have waited.
+        var starts = 0
+        let gaveUpAt = Date().addingTimeInterval(40)
+        while server.requestTimes().count < 2, Date() < gaveUpAt {
+            #expect(try t.launcher("version").status == 0)
+            starts += 1
+            usleep(200_000)
+        }
+        let times = server.requestTimes()
+        try #require(times.count >= 2, "no retry within 40 s")
+        let gap = times[1] - times[0]
+        print("FleetScheduleTests: retry after \(String(format: "%.2f", gap)) s (\(starts) starts)")
+        #expect(gap >= 1.9, "not before the 2-second floor: \(gap) s")
+        #expect(gap < 30, "long before the interval: \(gap) s")
+        #expect(starts > 3, "starts in between did not check")
+    }
+
+    @Test func checkBeforeStartFetchesOnlyWhenDue() throws {
+        let fleet = try RemoteDirectiveTests.Fleet()
+        let t = fleet.t
+        let server = try LocalHTTPServer.staticFiles(root: fleet.www)
+        defer { server.stop() }
+        try t.setManifestSetting("remote.url", server.url("/directive.json"))
+        try t.setManifestSetting("remote.check_before_start", "true")
+        try t.setManifestSetting("remote.interval_s", "3600")
+        try fleet.publish("previous", serial: 1)
+        #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
+        // Published after the check: the next starts are within the interval and do not fetch.
+        try fleet.publish("current", serial: 2)
+        #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
+        #expect(try fleet.remote()["accepted_serial"] as? Int == 1)
+        // Due again (the marker dated past): the start fetches and applies it before running.
+        try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-1)], ofItemAtPath: t.state + "/remote.attempt")
+        #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))
+        #expect(try fleet.remote()["accepted_serial"] as? Int == 2)
+    }
+
+    @Test func theWaitingSyncHoldsNothingTheStartLeftOpen() throws {
+        let fleet = try RemoteDirectiveTests.Fleet()
+        let t = fleet.t
+        let server = try RequestLogServer(status: 404, directory: t.directory)
+        defer { server.stop() }
+        try t.setManifestSetting("remote.url", server.url("/directive.json"))
+        // The default splay, an hour: the first check waits (under 5 s once in 600 draws).
+        // The start's descriptor 3 is a pipe to `cat`, which ends only when every writer has
+        // closed it: a sync waiting its splay must not be one of them.
+        let started = Date()
+        let run = try runProcess("/bin/bash", ["-c", "'\(t.bundle)/bin/launcher' version 3>&1 >/dev/null | cat; echo done"],
+                                 environment: ProcessInfo.processInfo.environment.merging(["SWITCHBACK_STATE_DIR": t.state]) { $1 })
+        #expect(run.status == 0 && run.stdout == "done\n", "\(run)")
+        #expect(Date().timeIntervalSince(started) < 30, "the pipe was held open")
+        // The waiting process says what it is, and holds no descriptor above 2.
+        let waiting = try FileManager.default.contentsOfDirectory(atPath: "/proc").compactMap(Int32.init).filter { pid in
+            let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
+            let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))) ?? Data()
+            return comm == "switchback-wait\n" && String(decoding: environ, as: UTF8.self).contains("SWITCHBACK_STATE_DIR=\(t.state)\0")
+        }
+        #expect(waiting.count == 1, "one waiting sync: \(waiting)")
+        for pid in waiting {
+            let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
+            #expect(descriptors.compactMap(Int.init).allSatisfy { $0 <= 2 }, "descriptors \(descriptors)")
+            kill(pid, SIGKILL)  // started by this test; its wait would outlive it
+        }
+        #expect(server.requestTimes().isEmpty, "still waiting, nothing fetched yet")
+    }
+
+    @Test(arguments: [
+        (["--check-splay", "soon"], "Error: --check-splay needs a whole number."),
+        (["--retry-floor", "-3"], "Error: --retry-floor needs a whole number."),
+        (["--metrics-dir", "textfile"], "Error: --metrics-dir needs an absolute directory, such as /var/lib/prometheus/node-exporter."),
+        (["--metrics-dir"], "Error: --metrics-dir needs an absolute directory, such as /var/lib/prometheus/node-exporter."),
+    ])
+    func bundleFlagsOfTheScheduleAndTheMetricsAreChecked(arguments: [String], error: String) throws {
+        let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let result = try runProcess(repository + "/scripts/bundle", arguments)
+        #expect(result.status == 64)
+        #expect(result.stderr.hasPrefix(error + "\nUsage: scripts/bundle"), "\(result)")
+    }
+}

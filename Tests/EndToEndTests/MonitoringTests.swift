@@ -1,0 +1,205 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Outcomes into existing monitoring (docs/monitoring.md), through the real binaries: the
+/// metrics file checked by Debian's real `promtool` and served by a real
+/// `prometheus-node-exporter`, and journal entries received on a socket of the test's own.
+@Suite struct MonitoringTests {
+    static let promtool = "/usr/bin/promtool"
+    static let nodeExporter = "/usr/bin/prometheus-node-exporter"
+
+    /// A bundle whose manifest names a textfile directory, and that directory.
+    static func bundleWithMetrics() throws -> (TestBundle, String) {
+        let t = try TestBundle()
+        let directory = t.directory + "/textfile"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try t.setManifestSetting("metrics.textfile_dir", directory)
+        return (t, directory)
+    }
+
+    static func promFiles(in directory: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".prom") }.sorted()
+    }
+
+    /// The value of the one series of `name` whose labels include every one of `labels`.
+    static func value(_ text: String, _ name: String, _ labels: [String] = []) -> String? {
+        text.split(separator: "\n").first { line in
+            line.hasPrefix(name + "{") && labels.allSatisfy { line.contains($0) }
+        }.flatMap { $0.split(separator: " ").last.map(String.init) }
+    }
+
+    @Test func aRollbackWritesAMetricsFileThatPromtoolAcceptsAndNodeExporterServes() throws {
+        let (t, directory) = try Self.bundleWithMetrics()
+        // Nothing happened yet: no file (a start that changes nothing writes nothing).
+        #expect(try t.launcher("version").status == 0)
+        #expect(try Self.promFiles(in: directory).isEmpty)
+
+        let back = try t.rollbackctl("rollback", "--reason", "1.2.0 corrupts notes")
+        #expect(back.status == 0, "\(back)")
+        let files = try Self.promFiles(in: directory)
+        try #require(files.count == 1, "one file per install: \(files)")
+        #expect(files[0].hasPrefix("switchback-dev.switchback.sample-") && files[0].count == "switchback-dev.switchback.sample-".count + 16 + 5)
+        let text = try String(contentsOfFile: directory + "/" + files[0], encoding: .utf8)
+        let appID = "app_id=\"dev.switchback.sample\""
+        #expect(Self.value(text, "switchback_rollback", [appID]) == "1")
+        #expect(Self.value(text, "switchback_active_slot", ["slot=\"previous\""]) == "1")
+        #expect(Self.value(text, "switchback_active_slot", ["slot=\"current\""]) == "0")
+        #expect(Self.value(text, "switchback_rollback_source", ["source=\"cli\""]) == "1")
+        #expect(Self.value(text, "switchback_rollbacks_total", ["source=\"cli\""]) == "1")
+        #expect(Self.value(text, "switchback_switches_total") == "1")
+        #expect(Self.value(text, "switchback_slot_info", ["slot=\"current\"", "version=\"\(t.currentVersion)\""]) == "1")
+        #expect(Self.value(text, "switchback_slot_info", ["slot=\"previous\"", "version=\"\(t.previousVersion)\""]) == "1")
+        #expect(!text.contains("switchback_remote_"), "no remote metrics for a bundle without a directive URL")
+
+        // promtool: valid exposition format, and no lint complaint.
+        let checked = try runProcess("/bin/bash", ["-c", "\(Self.promtool) check metrics < '\(directory)/\(files[0])'"])
+        #expect(checked.status == 0, "\(checked)")
+        #expect(checked.stdout.isEmpty && checked.stderr.isEmpty, "promtool lint: \(checked)")
+
+        // A real node_exporter serves it.
+        let port = try unusedLocalPort()
+        let exporter = try SpawnedProcess(Self.nodeExporter, [
+            "--collector.disable-defaults", "--collector.textfile",
+            "--collector.textfile.directory=\(directory)", "--web.listen-address=127.0.0.1:\(port)",
+        ], environment: [:], stderr: t.directory + "/node-exporter.log")
+        defer { kill(exporter.pid, SIGKILL); exporter.wait() }
+        func scrape() -> String { (try? runProcess("/usr/bin/curl", ["-sf", "http://127.0.0.1:\(port)/metrics"]).stdout) ?? "" }
+        #expect(waitUntil(seconds: 20) { scrape().contains("switchback_rollback{") })
+        var served = scrape()
+        #expect(Self.value(served, "switchback_rollback", [appID]) == "1")
+        #expect(Self.value(served, "switchback_rollbacks_total", ["source=\"cli\""]) == "1")
+        #expect(Self.value(served, "node_textfile_scrape_error") == nil || served.contains("node_textfile_scrape_error 0"))
+
+        // The roll-forward rewrites it; the counters keep counting.
+        #expect(try t.rollbackctl("rollforward", "--reason", "fixed").status == 0)
+        #expect(waitUntil(seconds: 10) { Self.value(scrape(), "switchback_rollback", [appID]) == "0" })
+        served = scrape()
+        #expect(Self.value(served, "switchback_switches_total") == "2")
+        #expect(Self.value(served, "switchback_rollbacks_total", ["source=\"cli\""]) == "1")
+        #expect(Self.value(served, "switchback_active_slot", ["slot=\"current\""]) == "1")
+        #expect(try Self.promFiles(in: directory).count == 1)
+    }
+
+    @Test func syncExportsTheRemoteViewAndRefusalsReachTheJournal() throws {
+        let fleet = try RemoteDirectiveTests.Fleet()
+        let t = fleet.t
+        let directory = t.directory + "/textfile"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try t.setManifestSetting("metrics.textfile_dir", directory)
+        let server = try LocalHTTPServer.staticFiles(root: fleet.www)
+        defer { server.stop() }
+        try t.setManifestSetting("remote.url", server.url("/directive.json"))
+        let journal = try JournalListener(directory: t.directory)
+
+        try fleet.publish("previous", serial: 7)
+        let synced = try t.run(t.bundle + "/bin/rollbackctl", ["sync"], environment: journal.environment)
+        #expect(synced.status == 0, "\(synced)")
+        let rollback = journal.receive().first ?? [:]
+        #expect(rollback["SWITCHBACK_EVENT"] == "rollback")
+        #expect(rollback["SWITCHBACK_SOURCE"] == "remote")
+        #expect(rollback["SWITCHBACK_SERIAL"] == "7")
+        let file = directory + "/" + (try Self.promFiles(in: directory).first ?? "")
+        var text = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(Self.value(text, "switchback_remote_accepted_serial") == "7")
+        #expect(Self.value(text, "switchback_remote_last_check_outcome", ["outcome=\"applied\""]) == "1")
+        #expect(Self.value(text, "switchback_rollback_source", ["source=\"remote\""]) == "1")
+        #expect(Self.value(text, "switchback_rollbacks_total", ["source=\"remote\""]) == "1")
+        #expect(Self.value(text, "switchback_remote_consecutive_failures") == "0")
+        #expect(Self.value(text, "switchback_remote_next_check_timestamp_seconds").flatMap { Int($0) } ?? 0 > Int(Date().timeIntervalSince1970))
+
+        // A directive signed by a key the bundle does not trust: refused, in the journal and the file.
+        let stranger = t.directory + "/stranger"
+        #expect(try t.rollbackctl("keygen", "--out", stranger).status == 0)
+        try fleet.publish("current", serial: 8, key: stranger + "/directive.key")
+        let refused = try t.run(t.bundle + "/bin/rollbackctl", ["sync"], environment: journal.environment)
+        #expect(refused.status == 1)
+        let entry = journal.receive().first ?? [:]
+        #expect(entry["SWITCHBACK_EVENT"] == "remote_refused")
+        #expect(entry["MESSAGE_ID"] == "394131486ebf4b1291d60290ab2f0f67")
+        #expect(entry["PRIORITY"] == "4")
+        #expect(entry["SWITCHBACK_CODE"] == "untrusted_key")
+        #expect(entry["SWITCHBACK_APP_ID"] == "dev.switchback.sample")
+        #expect(entry["MESSAGE"].map { "Error: \($0)\n" == refused.stderr } == true, "MESSAGE is the sentence sync printed: \(entry)")
+        text = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(Self.value(text, "switchback_remote_last_check_outcome", ["outcome=\"refused\"", "code=\"untrusted_key\""]) == "1")
+        #expect(Self.value(text, "switchback_remote_accepted_serial") == "7")
+        let checked = try runProcess("/bin/bash", ["-c", "\(Self.promtool) check metrics < '\(file)'"])
+        #expect(checked.status == 0 && checked.stdout.isEmpty && checked.stderr.isEmpty, "\(checked)")
+    }
+
+    @Test func aSwitchIsOneJournalEntryWithItsExactFields() throws {
+        let t = try TestBundle()
+        let journal = try JournalListener(directory: t.directory)
+        let back = try t.run(t.bundle + "/bin/rollbackctl", ["rollback", "--reason", "notes corrupted"], environment: journal.environment)
+        #expect(back.status == 0, "\(back)")
+        let entries = journal.receive(count: 2, within: 3)
+        try #require(entries.count == 1, "one entry per switch: \(entries)")
+        #expect(entries[0] == [
+            "MESSAGE": "Rolled back to the previous slot (\(t.previousVersion)) by cli: notes corrupted.",
+            "MESSAGE_ID": "b196af21f15b4019804d09196588d910",
+            "PRIORITY": "5",
+            "SYSLOG_IDENTIFIER": "switchback",
+            "SWITCHBACK_EVENT": "rollback",
+            "SWITCHBACK_APP_ID": "dev.switchback.sample",
+            "SWITCHBACK_SLOT": "previous",
+            "SWITCHBACK_FROM_SLOT": "current",
+            "SWITCHBACK_VERSION": t.previousVersion,
+            "SWITCHBACK_SOURCE": "cli",
+            "SWITCHBACK_REASON": "notes corrupted",
+            "SWITCHBACK_STATE_DIR": t.state,
+        ])
+    }
+
+    @Test func aFailedStartIsAWarningInTheJournalAndCounted() throws {
+        let (t, directory) = try Self.bundleWithMetrics()
+        let journal = try JournalListener(directory: t.directory)
+        try shell("truncate", "-s", "4096", t.slotPath(.current))
+        let run = try t.run(t.bundle + "/bin/launcher", ["version"], environment: journal.environment)
+        #expect(run.status == 0, "the previous slot ran instead: \(run)")
+        let entry = journal.receive().first ?? [:]
+        #expect(entry["SWITCHBACK_EVENT"] == "fallback")
+        #expect(entry["MESSAGE_ID"] == "2c85020a004c443b8f98edc39f828e68")
+        #expect(entry["PRIORITY"] == "4")
+        #expect(entry["SWITCHBACK_SLOT"] == "previous")
+        #expect(entry["SWITCHBACK_FROM_SLOT"] == "current")
+        #expect(entry["MESSAGE"]?.hasPrefix("The current slot could not run; the previous slot (\(t.previousVersion)) ran instead: The current slot at ") == true)
+        let file = directory + "/" + (try Self.promFiles(in: directory).first ?? "")
+        let text = try String(contentsOfFile: file, encoding: .utf8)
+        #expect(Self.value(text, "switchback_failed_starts_total") == "1")
+    }
+
+    @Test func theDocumentedFleetQueriesPassPromtool() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/monitoring").path
+        let checked = try runProcess(Self.promtool, ["check", "rules", docs + "/switchback.rules.yml"])
+        #expect(checked.status == 0, "\(checked)")
+        #expect(checked.stdout.contains("SUCCESS: 8 rules found"), "\(checked)")
+        let tested = try runProcess("/bin/bash", ["-c", "cd '\(docs)' && \(Self.promtool) test rules switchback.rules.test.yml"])
+        #expect(tested.status == 0, "\(tested)")
+    }
+
+    @Test func aMissingMetricsDirectoryIsAWarningAndTheSwitchStillHappens() throws {
+        let t = try TestBundle()
+        let missing = t.directory + "/no-such-textfile-dir"
+        try t.setManifestSetting("metrics.textfile_dir", missing)
+        let back = try t.rollbackctl("rollback")
+        #expect(back.status == 0)
+        #expect(back.stdout == "Rolled back: the next start runs the previous slot (\(t.previousVersion)).\n")
+        let file = "\(missing)/switchback-dev.switchback.sample-"
+        #expect(back.stderr.hasPrefix("Warning: the metrics file \(file)"), "\(back)")
+        #expect(back.stderr.contains("failed: No such file or directory); create \(missing) or rebuild the bundle with scripts/bundle --metrics-dir DIR. The switch itself is done.\n"), "\(back)")
+        #expect(back.stderr.split(separator: "\n").count == 1, "one sentence: \(back)")
+        #expect(try t.status()["active_slot"] as? String == "previous")
+    }
+
+    @Test func withoutAJournalSocketTheSwitchIsUnchanged() throws {
+        let t = try TestBundle()
+        let back = try t.rollbackctl("rollback", environment: ["SWITCHBACK_JOURNAL_SOCKET": t.directory + "/no-such-socket"])
+        #expect(back.status == 0)
+        #expect(back.stderr.isEmpty)
+        #expect(try t.status()["active_slot"] as? String == "previous")
+    }
+}

@@ -1,0 +1,104 @@
+import SwitchbackCore
+import Testing
+
+/// What an install exports (docs/monitoring.md): the metrics text, the journal datagram and
+/// the counters, as pure values.
+struct ObserveTests {
+    static let snapshot = MetricsSnapshot(
+        appID: "com.example.notes", install: "0123456789abcdef", stateDirectory: "/var/lib/notes \"a\"",
+        current: .init(version: "1.3.0", build: "abc", health: "bad", unmarkedStarts: 3),
+        previous: .init(version: "1.2.0", build: "def", health: "good", unmarkedStarts: 0),
+        activeSlot: .previous, source: "auto", rollback: true,
+        remote: .init(acceptedSerial: 7, highestSeenSerial: 9, lastCheckAt: 1_795_317_164, lastSuccessAt: 1_795_317_000,
+                      lastVerifiedAt: nil, heldExpiresAt: nil, outcome: "not_applicable", code: "outside_rollout",
+                      consecutiveFailures: 0, isStale: false, maxStalenessSeconds: 86_400, nextCheckAt: 1_795_320_000),
+        counts: { var counts = EventCounts(); counts.switches = 4; counts.rollbacks[.auto] = 2; counts.failedStarts = 1; return counts }(),
+        writtenAt: 1_795_317_165)
+
+    @Test func everyMetricHasHelpTypeAndTheInstallLabels() {
+        let text = Self.snapshot.render()
+        let lines = text.split(separator: "\n")
+        let names = Set(lines.filter { !$0.hasPrefix("#") }.map { $0.prefix { $0 != "{" } })
+        for name in names {
+            #expect(lines.contains { $0.hasPrefix("# HELP \(name) ") }, "\(name) has HELP")
+            #expect(lines.contains { $0 == "# TYPE \(name) gauge" || $0 == "# TYPE \(name) counter" }, "\(name) has TYPE")
+            #expect(name.hasPrefix("switchback_"))
+        }
+        for line in lines where !line.hasPrefix("#") {
+            #expect(line.contains("{app_id=\"com.example.notes\",install=\"0123456789abcdef\""), "\(line)")
+        }
+        #expect(text.contains("switchback_info{app_id=\"com.example.notes\",install=\"0123456789abcdef\",state_dir=\"/var/lib/notes \\\"a\\\"\"} 1\n"))
+        #expect(text.contains("switchback_slot_health{app_id=\"com.example.notes\",install=\"0123456789abcdef\",health=\"bad\",slot=\"current\"} 1\n"))
+        #expect(text.contains("switchback_rollbacks_total{app_id=\"com.example.notes\",install=\"0123456789abcdef\",source=\"auto\"} 2\n"))
+        #expect(text.contains("switchback_remote_highest_seen_serial{app_id=\"com.example.notes\",install=\"0123456789abcdef\"} 9\n"))
+        #expect(text.contains("switchback_remote_last_check_outcome{app_id=\"com.example.notes\",install=\"0123456789abcdef\",code=\"outside_rollout\",outcome=\"not_applicable\"} 1\n"))
+        #expect(text.contains("switchback_slot_unmarked_starts{app_id=\"com.example.notes\",install=\"0123456789abcdef\",slot=\"current\"} 3\n"))
+        #expect(text.contains("switchback_failed_starts_total{app_id=\"com.example.notes\",install=\"0123456789abcdef\"} 1\n"))
+        // A timestamp never known is left out, not written as 0 (which PromQL would read as 1970).
+        #expect(!text.contains("switchback_remote_last_verified_timestamp_seconds{"))
+    }
+
+    @Test func withoutARemoteURLThereAreNoRemoteMetrics() {
+        var snapshot = Self.snapshot
+        snapshot.remote = nil
+        #expect(!snapshot.render().contains("switchback_remote_"))
+    }
+
+    @Test func theJournalDatagramUsesTheBinaryFormOnlyForMultilineValues() {
+        let entry = JournalEntry(kind: .rollback, message: "Rolled back.", fields: [("SWITCHBACK_REASON", "two\nlines")])
+        let bytes = entry.datagram()
+        let expectedStart = Array("MESSAGE=Rolled back.\nMESSAGE_ID=b196af21f15b4019804d09196588d910\nPRIORITY=5\nSYSLOG_IDENTIFIER=switchback\nSWITCHBACK_EVENT=rollback\nSWITCHBACK_REASON\n".utf8)
+        #expect(Array(bytes.prefix(expectedStart.count)) == expectedStart)
+        #expect(Array(bytes.dropFirst(expectedStart.count)) == [9, 0, 0, 0, 0, 0, 0, 0] + Array("two\nlines\n".utf8))
+    }
+
+    @Test func messageIDsAreDistinctAndJournaldShaped() {
+        let ids = JournalEntry.Kind.allCases.map(\.messageID)
+        #expect(Set(ids).count == ids.count)
+        #expect(ids.allSatisfy { $0.count == 32 && $0.allSatisfy { "0123456789abcdef".contains($0) } })
+    }
+
+    @Test func countsFollowTheHistory() {
+        let events = [
+            HistoryEvent(time: 1, kind: .switch, from: .current, to: .previous, source: .remote, reason: nil),
+            HistoryEvent(time: 2, kind: .switch, from: .previous, to: .current, source: .cli, reason: nil),
+            HistoryEvent(time: 3, kind: .fallback, from: .current, to: .previous, source: .auto, reason: nil),
+            HistoryEvent(time: 4, kind: .hungStart, from: .current, to: .current, source: .auto, reason: nil),
+            HistoryEvent(time: 5, kind: .release, from: .previous, to: .current, source: .auto, reason: nil),
+        ]
+        let counts = EventCounts(events: events)
+        #expect(counts.switches == 2)
+        #expect(counts.rollbacks == [.remote: 1])
+        #expect(counts.failedStarts == 2)
+    }
+
+    @Test func fileNamesAreSafeAndPerStateDirectory() {
+        let a = Observer.installLabel(for: StateDirectory(path: "/var/lib/a"))
+        let b = Observer.installLabel(for: StateDirectory(path: "/var/lib/b"))
+        #expect(a != b && a.count == 16 && b.count == 16)
+        #expect(Observer.fileName(appID: "com.example/notes x", install: a) == "switchback-com.example_notes_x-\(a).prom")
+    }
+
+    @Test func historyEventsBecomeEntriesWithTheirKindAndSerial() {
+        var settings = KeyValueText()
+        settings.append("remote.url", "https://example.com/d.json")
+        let current = Manifest.SlotRecord(version: "1.3.0", build: "b1", abiStamp: "s", size: 1, sha256: String(repeating: "1", count: 64))
+        let previous = Manifest.SlotRecord(version: "1.2.0", build: "b0", abiStamp: "s", size: 1, sha256: String(repeating: "0", count: 64))
+        let manifest = Manifest(appID: "com.example.notes", current: current, previous: previous, settings: settings)
+        let directory = StateDirectory(path: "/var/lib/notes")
+        let remote = HistoryEvent(time: 1, kind: .switch, from: .current, to: .previous, source: .remote,
+                                  reason: "1.3.0 corrupts notes (directive serial 42)")
+        let entry = Observer.journalEntry(for: remote, manifest: manifest, directory: directory)
+        #expect(entry.kind == .rollback)
+        #expect(entry.message == "Rolled back to the previous slot (1.2.0) by remote: 1.3.0 corrupts notes (directive serial 42).")
+        #expect(entry.fields.first { $0.key == "SWITCHBACK_SERIAL" }?.value == "42")
+        let fallback = HistoryEvent(time: 1, kind: .fallback, from: .current, to: .previous, source: .auto, reason: "The current slot is missing.")
+        let failed = Observer.journalEntry(for: fallback, manifest: manifest, directory: directory)
+        #expect(failed.kind == .fallback && failed.kind.priority == 4)
+        #expect(failed.message == "The current slot could not run; the previous slot (1.2.0) ran instead: The current slot is missing.")
+        #expect(!failed.fields.contains { $0.key == "SWITCHBACK_SERIAL" })
+        let forward = HistoryEvent(time: 1, kind: .switch, from: .previous, to: .current, source: .cli, reason: nil)
+        #expect(Observer.journalEntry(for: forward, manifest: manifest, directory: directory).message
+                == "Rolled forward to the current slot (1.3.0) by cli: no reason given.")
+    }
+}
