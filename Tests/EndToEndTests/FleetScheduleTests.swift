@@ -6,13 +6,17 @@ import Glibc
 
 /// The remote check's schedule through the real binaries (docs/remote.md, "Scheduling"):
 /// many installs started together spread their requests; a failed check is retried after
-/// the floor, not after the interval; `check_before_start` honours the interval. The server
-/// is a real HTTP server on 127.0.0.1 that logs when each request arrives.
+/// the floor, not after the interval; `check_before_start` honours the interval. The servers
+/// are a real nginx on 127.0.0.1 logging when each request arrives, and a small logging
+/// server for the status codes nginx does not answer a plain file with (503).
 @Suite(.serialized) struct FleetScheduleTests {
     @Test func aHundredInstallsStartedTogetherSpreadTheirFirstChecks() throws {
         let fleet = try RemoteDirectiveTests.Fleet()
         let t = fleet.t
-        let server = try RequestLogServer(status: 404, directory: t.directory)
+        // nginx over an empty directory: every check is a 404, a failed check.
+        let root = t.directory + "/www"
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true)
+        let server = try NginxServer(root: root, logRequests: true)
         defer { server.stop() }
         try t.setManifestSetting("remote.url", server.url("/directive.json"))
         try t.setManifestSetting("remote.interval_s", "3600")

@@ -31,6 +31,17 @@ import Glibc
         }.flatMap { $0.split(separator: " ").last.map(String.init) }
     }
 
+    @Test func aVerdictWithoutASwitchRewritesTheMetricsFile() throws {
+        let (t, directory) = try Self.bundleWithMetrics()
+        let marked = try t.rollbackctl("mark-good", "previous")
+        #expect(marked.status == 0, "\(marked)")
+        let files = try Self.promFiles(in: directory)
+        try #require(files.count == 1, "mark-good writes the file though no history event was appended: \(files)")
+        let text = try String(contentsOfFile: directory + "/" + files[0], encoding: .utf8)
+        #expect(Self.value(text, "switchback_slot_health", ["health=\"good\"", "slot=\"previous\""]) == "1", "\(text)")
+        #expect(Self.value(text, "switchback_switches_total") == "0")
+    }
+
     @Test func aRollbackWritesAMetricsFileThatPromtoolAcceptsAndNodeExporterServes() throws {
         let (t, directory) = try Self.bundleWithMetrics()
         // Nothing happened yet: no file (a start that changes nothing writes nothing).

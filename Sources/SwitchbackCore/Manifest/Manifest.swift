@@ -103,7 +103,7 @@ public struct Manifest: Sendable, Equatable {
             guard ValueRange.fileSize.contains(size) else {
                 throw invalid("has an invalid \(name).size line: \(ValueRange.describe(String(size), ValueRange.fileSize))")
             }
-            let needed = splitList(field.needed ?? "")
+            let needed = (field.needed ?? "").nonEmptyFields(separatedBy: 0x2C)
             return SlotRecord(version: version, build: field.build ?? "", abiStamp: abi, size: size,
                               sha256: sha, needed: needed)
         }
@@ -120,20 +120,6 @@ public struct Manifest: Sendable, Equatable {
             }
         }
         return manifest
-    }
-
-    /// A comma-separated list's non-empty items.
-    static func splitList(_ text: String) -> [String] {
-        var result: [String] = []
-        var text = text
-        text.withUTF8 { bytes in
-            var start = 0
-            for index in 0...bytes.count where index == bytes.count || bytes[index] == 0x2C {
-                if index > start { result.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)) }
-                start = index + 1
-            }
-        }
-        return result
     }
 
     /// One slot's lines as the parse finds them (the first of each key counts).

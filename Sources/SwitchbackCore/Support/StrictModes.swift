@@ -202,14 +202,20 @@ public enum StrictModes {
         return String(decoding: buffer.prefix(count).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
-    /// The non-empty components of `path`, as Strings (most fit inline, without allocating):
-    /// a generic split and Substring appends cost more than the walk's system calls.
-    static func components(_ path: String) -> [String] {
+    /// The non-empty components of `path`.
+    static func components(_ path: String) -> [String] { path.nonEmptyFields(separatedBy: 0x2F) }
+}
+
+extension String {
+    /// The non-empty runs of bytes between `separator`s, as Strings (most fit inline, without
+    /// allocating): a generic split and Substring appends cost the launcher's start more than
+    /// the system calls of its walks.
+    func nonEmptyFields(separatedBy separator: UInt8) -> [String] {
         var result: [String] = []
-        var path = path
-        path.withUTF8 { bytes in
+        var text = self
+        text.withUTF8 { bytes in
             var start = 0
-            for index in 0...bytes.count where index == bytes.count || bytes[index] == 0x2F {
+            for index in 0...bytes.count where index == bytes.count || bytes[index] == separator {
                 if index > start { result.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)) }
                 start = index + 1
             }

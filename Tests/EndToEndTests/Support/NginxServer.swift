@@ -21,7 +21,9 @@ final class NginxServer {
 
     /// Starts nginx over `root` and waits (up to 20 s) until it accepts connections. Throws,
     /// saying how to install it, when nginx is missing: tests that need it fail, never skip.
-    init(root: String) throws {
+    /// With `logRequests`, nginx logs each request's arrival (`$msec $status`) for
+    /// `requestTimes()`.
+    init(root: String, logRequests: Bool = false) throws {
         guard access(Self.executable, X_OK) == 0 else {
             throw TestFailure("\(Self.executable) is missing: install Debian's nginx package (scripts/test does it with scripts/lib/ensure-packages nginx:/usr/sbin/nginx).")
         }
@@ -30,7 +32,7 @@ final class NginxServer {
         // A free port can be taken between our probe and nginx's bind: try a few.
         for _ in 0..<5 {
             let port = try unusedLocalPort()
-            try Self.configuration(directory: directory, root: root, port: port)
+            try Self.configuration(directory: directory, root: root, port: port, logRequests: logRequests)
                 .write(toFile: directory + "/nginx.conf", atomically: true, encoding: .utf8)
             let process = try SpawnedProcess(Self.executable, ["-p", directory + "/", "-c", directory + "/nginx.conf", "-g", "daemon off;"],
                                              environment: ["PATH": "/usr/sbin:/usr/bin:/bin"], stdout: directory + "/stdout.log",
@@ -53,6 +55,12 @@ final class NginxServer {
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
 
+    /// When each logged request arrived (seconds since the epoch, sorted).
+    func requestTimes() -> [Double] {
+        let text = (try? String(contentsOfFile: directory + "/access.log", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { Double($0.split(separator: " ").first ?? "") }.sorted()
+    }
+
     /// Kills nginx (and anything in its process group) and reaps it.
     func stop() {
         guard !process.hasExited else { return }
@@ -61,7 +69,7 @@ final class NginxServer {
     }
 
     /// The configuration: loopback only, logs and temporary files in `directory`.
-    static func configuration(directory: String, root: String, port: Int) -> String {
+    static func configuration(directory: String, root: String, port: Int, logRequests: Bool = false) -> String {
         """
         # Written by the tests (Tests/EndToEndTests/Support/NginxServer.swift).
         user root;
@@ -71,7 +79,8 @@ final class NginxServer {
         pid \(directory)/nginx.pid;
         events { worker_connections 256; }
         http {
-            access_log off;
+            log_format arrival '$msec $status';
+            access_log \(logRequests ? "\(directory)/access.log arrival" : "off");
             client_body_temp_path \(directory)/client_body;
             proxy_temp_path \(directory)/proxy;
             fastcgi_temp_path \(directory)/fastcgi;
