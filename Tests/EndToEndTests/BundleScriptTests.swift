@@ -126,6 +126,9 @@ import Testing
         (["--listen", "example.com:80"], "Error: --listen needs [NAME=]HOST:PORT with a numeric host or localhost, like 127.0.0.1:8080."),
         (["--listen", "127.0.0.1"], "Error: --listen needs [NAME=]HOST:PORT with a numeric host or localhost, like 127.0.0.1:8080."),
         (["--ready", "udp:127.0.0.1:53"], "Error: --ready needs mark, tcp:HOST:PORT, http://127.0.0.1:PORT/PATH or command:COMMAND."),
+        // A number followed by another option: the next option is not read as the minimum.
+        (["--tries", "5", "--supervise", "--bogus"], "Error: unknown argument '--bogus'."),
+        (["--check-interval", "60", "--supervise-drain-ms", "300", "--bogus"], "Error: unknown argument '--bogus'."),
     ])
     func settingsNeedNumbers(arguments: [String], error: String) throws {
         let result = try runProcess(Self.repository + "/scripts/bundle", arguments)

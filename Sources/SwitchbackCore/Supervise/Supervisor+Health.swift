@@ -63,5 +63,8 @@ extension Supervisor {
         if session.markGood(note: "ready: \(how)") != 0 {
             Launcher.printError("launcher: supervisor: \(child.title) is ready, but its good mark could not be recorded in \(directory.path).")
         }
+        // A ready child is an event of the supervisor's, not of a start: the metrics file
+        // shows the build good now, not at the next check (docs/monitoring.md).
+        Observer.refreshMetrics(in: directory, manifest: manifest)
     }
 }
