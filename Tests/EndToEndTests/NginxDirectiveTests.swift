@@ -24,6 +24,26 @@ import Glibc
         return path
     }
 
+    /// Two directives signed into one file within the same second get different serials (the
+    /// default serial is the time, and always above the replaced file's), so an install that
+    /// applied the first applies the second.
+    @Test func aDirectiveSignedOverAnotherInTheSameSecondGetsAHigherSerial() throws {
+        let fleet = try Fleet()
+        let path = fleet.www + "/directive.json"
+        func sign(_ decision: String) throws -> UInt64 {
+            let result = try fleet.t.run(fleet.t.bundle + "/bin/rollbackctl", [
+                "sign", "--key", fleet.keys + "/directive.key", "--decision", decision, "--applies-to", fleet.t.currentVersion,
+                "--reason", "quick \(decision)", "--out", path,
+            ])
+            try #require(result.status == 0, "sign: \(result)")
+            let words = result.stdout.split(separator: " ")
+            return try #require(words.count > 3 ? UInt64(words[3]) : nil, "\(result.stdout)")
+        }
+        let first = try sign("previous")
+        let second = try sign("current")
+        #expect(second > first, "serials \(first) then \(second)")
+    }
+
     /// (mtime in whole seconds, size) of a file.
     static func secondAndSize(_ path: String) throws -> (Int, Int) {
         var info = stat()

@@ -29,7 +29,12 @@ struct SignCommand {
             guard let value = UInt64(text), value > 0 else { throw usage("'--serial' must be a whole number of at least 1, not '\(text)'.") }
             serial = value
         } else {
-            serial = UInt64(now.timeIntervalSince1970)
+            // The time in seconds, but always above the serial of the directive being
+            // replaced: two directives signed within one second (a script, a quick fix) would
+            // otherwise share a serial, and an install that applied the first would take the
+            // second for the same one and ignore it.
+            let previous = parsed.options["--out"].flatMap { Self.serial(ofDirectiveAt: $0) } ?? 0
+            serial = max(UInt64(now.timeIntervalSince1970), previous &+ 1)
         }
         var issuedAt = now
         if let text = parsed.options["--issued-at"] {
@@ -79,6 +84,16 @@ struct SignCommand {
             throw .failure("Could not write \(output): \((error as NSError).localizedDescription).")
         }
         console.out("\(summary); wrote \(output).")
+    }
+
+    /// The serial of the directive in the envelope at `path`, if it holds one (its signature is
+    /// not checked: the serial only has to go up).
+    static func serial(ofDirectiveAt path: String) -> UInt64? {
+        guard let data = FileManager.default.contents(atPath: path),
+              let envelope = try? JSONDecoder().decode(DirectiveEnvelope.self, from: data),
+              let payload = Data(base64Encoded: envelope.payload),
+              let directive = try? JSONDecoder().decode(Directive.self, from: payload) else { return nil }
+        return directive.serial
     }
 
     /// "90s", "30m", "12h", "7d" (or bare seconds) in seconds.
