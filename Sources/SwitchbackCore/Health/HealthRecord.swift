@@ -83,9 +83,7 @@ public struct HealthRecord: Sendable, Equatable {
         var record = HealthRecord()
         for (number, start) in starts.enumerated() {
             let end = number + 1 < starts.count ? starts[number + 1] : text.keys.count
-            func field(_ key: String) -> String? {
-                (start..<end).first { text.keys[$0] == key && key != "format" && key != "end" }.map { text.values[$0] }
-            }
+            func field(_ key: String) -> String? { (start..<end).first { text.keys[$0] == key }.map { text.values[$0] } }
             record.set(try health(build: text.values[start], field, prefix: "", invalid: invalid))
         }
         return record

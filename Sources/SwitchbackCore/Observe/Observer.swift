@@ -162,7 +162,7 @@ public enum Observer {
                 lastCheckAt: record.lastAttemptAt, lastSuccessAt: record.lastSuccessAt,
                 lastVerifiedAt: record.lastVerifiedAt, heldExpiresAt: record.heldExpiresAt,
                 outcome: record.outcome, code: record.code, consecutiveFailures: record.consecutiveFailures ?? 0,
-                isStale: isStale(record, now: now, maxStalenessSeconds: settings.maxStalenessSeconds),
+                isStale: record.staleness(now: now, maxStalenessSeconds: settings.maxStalenessSeconds) != nil,
                 maxStalenessSeconds: settings.maxStalenessSeconds,
                 nextCheckAt: RemoteSchedule.markerTime(in: directory).map { $0 / 1000 })
         }
@@ -171,13 +171,6 @@ public enum Observer {
             current: slot(.current), previous: slot(.previous), activeSlot: state.slot,
             source: state.source == .default ? "none" : state.source.rawValue, rollback: state.rollback,
             remote: remote, counts: counts, writtenAt: now)
-    }
-
-    /// Stale as docs/remote.md defines it: the held directive expired, or none verified
-    /// within the limit (counted from the last verification, else from the last success).
-    /// The same rule as `status` and the history (`RemoteRecord.staleness`).
-    static func isStale(_ record: RemoteRecord, now: Int64, maxStalenessSeconds: Int64) -> Bool {
-        record.staleness(now: now, maxStalenessSeconds: maxStalenessSeconds) != nil
     }
 
     /// N from "... (directive serial N)" or "... directive serial N ...".

@@ -13,11 +13,6 @@ public struct KeyValueText: Sendable, Equatable {
         values = []
     }
 
-    /// The pairs in file order.
-    public var pairs: [(key: String, value: String)] {
-        keys.indices.map { (keys[$0], values[$0]) }
-    }
-
     public static func == (lhs: KeyValueText, rhs: KeyValueText) -> Bool {
         lhs.keys == rhs.keys && lhs.values == rhs.values
     }
