@@ -25,6 +25,10 @@ import Glibc
             try #require(made.status == 0, "keygen: \(made)")
             try t.setManifestSetting("remote.keys", try Self.keyBody(keys + "/directive.pub"))
             try t.setManifestSetting("remote.deadline_ms", String(deadlineMilliseconds))
+            // No random wait before a start's first check (FleetScheduleTests covers the splay):
+            // with the default (the interval), each start would leave a detached sync sleeping
+            // for up to an hour after the test and its bundle are gone.
+            try t.setManifestSetting("remote.splay_s", "0")
         }
 
         /// The one-line base64 body of a PEM public key, as scripts/bundle writes it.
@@ -238,8 +242,6 @@ import Glibc
         defer { server.stop() }
         try t.setManifestSetting("remote.url", server.url("/directive.json"))
         try t.setManifestSetting("remote.interval_s", "3600")
-        // No random wait before the first check (FleetScheduleTests covers the splay).
-        try t.setManifestSetting("remote.splay_s", "0")
         try fleet.publish("previous", serial: 1)
 
         // The first start triggers the sync and runs the current slot without waiting.
