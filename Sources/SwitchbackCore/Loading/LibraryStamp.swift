@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A short stamp of the libraries a slot links: FNV-1a over each one's path and
 /// fingerprint. Any change to any of them (a toolchain update, a replaced file) changes it.
 public enum LibraryStamp {
@@ -6,9 +10,18 @@ public enum LibraryStamp {
         guard !paths.isEmpty else { return nil }
         var hash: UInt64 = 0xCBF2_9CE4_8422_2325
         for path in paths {
-            guard let info = try? FileSystem.status(path) else { return nil }
-            // The path's bytes, then the fingerprint's five numbers' bytes: no text is made.
-            for byte in path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3 }
+            // One C string serves the stat and the hash of the path's bytes (no text is made).
+            var info = stat()
+            let found = path.withCString { name -> Bool in
+                guard stat(name, &info) == 0 else { return false }
+                var byte = name
+                while byte.pointee != 0 {
+                    hash = (hash ^ UInt64(UInt8(bitPattern: byte.pointee))) &* 0x0000_0100_0000_01B3
+                    byte += 1
+                }
+                return true
+            }
+            guard found else { return nil }
             let fingerprint = FileFingerprint(info)
             func mix(_ field: UInt64) {
                 hash = (hash ^ 0x0A) &* 0x0000_0100_0000_01B3

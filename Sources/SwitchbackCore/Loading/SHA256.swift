@@ -76,6 +76,10 @@ public enum SHA256 {
 
     /// Whether `text` is a SHA-256 as written here: 64 lowercase hex digits.
     public static func isHexDigest(_ text: String) -> Bool {
-        text.utf8.count == 64 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+        // On the contiguous bytes: the launcher checks both slots' digests at every start.
+        var text = text
+        return text.withUTF8 { bytes in
+            bytes.count == 64 && bytes.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+        }
     }
 }

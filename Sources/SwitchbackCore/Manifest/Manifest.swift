@@ -88,7 +88,7 @@ public struct Manifest: Sendable, Equatable {
                 if format == nil { format = value }
             } else if key == "app_id" {
                 if appID == nil { appID = value }
-            } else if numericSettings.contains(where: { $0.key == key }) {
+            } else if isNumericSetting(key) {
                 numeric.append(index)
             }
         }
@@ -169,6 +169,13 @@ public struct Manifest: Sendable, Equatable {
                 return nil
             }
         }
+    }
+
+    /// Whether `key` names a numeric setting. Lengths first (O(1) for native strings): most
+    /// keys differ in length from every setting, and the launcher asks for every line.
+    static func isNumericSetting(_ key: String) -> Bool {
+        let length = key.utf8.count
+        return numericSettings.contains { $0.key.utf8.count == length && $0.key == key }
     }
 
     /// The numeric settings and their ranges (docs/fuzzing.md): durations up to 2^31 - 1

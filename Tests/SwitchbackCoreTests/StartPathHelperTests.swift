@@ -1,0 +1,70 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import SwitchbackCore
+import Testing
+
+/// The start path's byte-level helpers: they decide what a slot is bound against and which
+/// manifest lines are checked, so each is held to what it replaced.
+struct StartPathHelperTests {
+    @Test func libraryStampChangesWithAnyLibraryAndIsNilWhenOneIsMissing() throws {
+        let directory = "/tmp/switchback-test-stamp-\(getpid())"
+        mkdir(directory, 0o700)
+        defer { _ = unlink(directory + "/a.so"); _ = unlink(directory + "/b.so"); rmdir(directory) }
+        func write(_ name: String, _ text: String) {
+            let descriptor = open(directory + "/" + name, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+            _ = text.withCString { Glibc.write(descriptor, $0, strlen($0)) }
+            close(descriptor)
+        }
+        write("a.so", "one")
+        write("b.so", "two")
+        let paths = [directory + "/a.so", directory + "/b.so"]
+        let first = try #require(LibraryStamp.of(paths))
+        #expect(LibraryStamp.of(paths) == first)
+        #expect(LibraryStamp.of(paths.reversed()) != first)
+        write("b.so", "three")  // another size: another fingerprint
+        #expect(LibraryStamp.of(paths) != first)
+        #expect(LibraryStamp.of(paths + [directory + "/missing.so"]) == nil)
+        #expect(LibraryStamp.of([]) == nil)
+    }
+
+    @Test func hexDigestIsSixtyFourLowercaseHexDigits() {
+        let digest = String(repeating: "0123456789abcdef", count: 4)
+        #expect(SHA256.isHexDigest(digest))
+        #expect(!SHA256.isHexDigest(digest.uppercased()))
+        #expect(!SHA256.isHexDigest(String(digest.dropLast())))
+        #expect(!SHA256.isHexDigest(digest + "0"))
+        #expect(!SHA256.isHexDigest(String(digest.dropLast()) + "g"))
+        #expect(!SHA256.isHexDigest(String(digest.dropLast(2)) + "é"))
+    }
+
+    @Test func numericSettingsAreCheckedWhateverTheirNeighboursLength() {
+        let manifest = Self.manifest
+        for (key, bad) in [("trial.tries", "many"), ("supervise.drain_ms", "-1"), ("remote.splay_s", "99999999999")] {
+            let error = #expect(throws: SwitchbackError.self) {
+                try Manifest.parse(Array((manifest + "\(key)=\(bad)\n").utf8), path: "manifest")
+            }
+            #expect(error?.code == .manifestInvalid)
+            #expect(error?.message.contains("invalid \(key) line") == true)
+        }
+        // A key of a setting's length that is not one is an ordinary setting.
+        #expect((try? Manifest.parse(Array((manifest + "trial.xxxxx=many\n").utf8), path: "manifest")) != nil)
+    }
+
+    /// A complete manifest as scripts/bundle writes one.
+    static let manifest = """
+        format=1
+        app_id=dev.switchback.test
+        current.version=1.2.0
+        current.build=abc
+        current.abi=switchback-abi/2 toolchain/x
+        current.size=100
+        current.sha256=\(String(repeating: "ab", count: 32))
+        previous.version=1.1.0
+        previous.build=def
+        previous.abi=switchback-abi/2 toolchain/x
+        previous.size=100
+        previous.sha256=\(String(repeating: "ab", count: 32))
+
+        """
+}
