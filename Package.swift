@@ -78,6 +78,8 @@ let package = Package(
         .testTarget(name: "AppVersionsTests", dependencies: ["AppVersions", "SystemdNotify", "appversions-fixture"]),
         // The same app linked directly into an executable: the benchmark's baseline.
         .executableTarget(name: "appcore-direct", dependencies: ["AppCore", "Switchback"]),
+        // scripts/bench's floor: the slot opened and called with no checks (never shipped).
+        .executableTarget(name: "slot-floor", dependencies: ["SwitchbackContract"]),
         .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore"]),
         .testTarget(name: "SwitchbackSDKTests", dependencies: ["Switchback", "SwitchbackCore", "SystemdNotify"]),
         // Fuzzing (docs/fuzzing.md): one target per parser in a library the tests also run over
