@@ -38,6 +38,16 @@ struct StartPathHelperTests {
         #expect(!SHA256.isHexDigest(String(digest.dropLast(2)) + "é"))
     }
 
+    @Test func abiStampParsesItsBytesAsBefore() {
+        #expect(ABIStamp("switchback-abi/2 toolchain/21.0.0 (https://x y)") == ABIStamp(contractVersion: 2, toolchain: "21.0.0 (https://x y)"))
+        #expect(ABIStamp("switchback-abi/1 toolchain/é") == ABIStamp(contractVersion: 1, toolchain: "é"))
+        #expect(ABIStamp("switchback-abi/1 toolchain/") == ABIStamp(contractVersion: 1, toolchain: ""))
+        for bad in ["", "switchback-abi/", "switchback-abi/2", "switchback-abi/x toolchain/t", "switchback-abi/2 compiler/t",
+                    "switchback-abi/99999999999 toolchain/t", "switchback-ab/2 toolchain/t", "switchback-abi/-1 toolchain/t"] {
+            #expect(ABIStamp(bad) == nil, "\(bad)")
+        }
+    }
+
     @Test func numericSettingsAreCheckedWhateverTheirNeighboursLength() {
         let manifest = Self.manifest
         for (key, bad) in [("trial.tries", "many"), ("supervise.drain_ms", "-1"), ("remote.splay_s", "99999999999")] {

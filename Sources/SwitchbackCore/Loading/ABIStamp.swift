@@ -14,11 +14,15 @@ public struct ABIStamp: Sendable, Equatable, CustomStringConvertible {
 
     /// Parses a stamp; nil when it is not one.
     public init?(_ text: String) {
-        guard text.hasPrefix("switchback-abi/"), let space = text.firstIndex(of: " ") else { return nil }
-        let number = text[text.index(text.startIndex, offsetBy: 15)..<space]
-        let rest = text[text.index(after: space)...]
-        guard let version = UInt32(number), rest.hasPrefix("toolchain/") else { return nil }
-        self.init(contractVersion: version, toolchain: String(rest.dropFirst(10)))
+        // On the UTF-8 bytes, not Characters: the launcher parses its own stamp and its slot's
+        // at every start, and grapheme breaking cost more than the rest of the check.
+        let bytes = text.utf8
+        let prefix = "switchback-abi/".utf8, tool = "toolchain/".utf8
+        guard bytes.starts(with: prefix), let space = bytes.firstIndex(of: 0x20) else { return nil }
+        let number = Substring(bytes[bytes.index(bytes.startIndex, offsetBy: prefix.count)..<space])
+        let rest = bytes[bytes.index(after: space)...]
+        guard let version = UInt32(number), rest.starts(with: tool) else { return nil }
+        self.init(contractVersion: version, toolchain: String(Substring(rest.dropFirst(tool.count))))
     }
 
     /// The stamp this code was compiled with.

@@ -59,7 +59,8 @@ public enum StrictModes {
         guard path.utf8.first == 0x2F else {
             throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is a relative path; refusing to trust it: give an absolute path.", path: path)
         }
-        var pending = components(path).reversed() as [String]
+        var pending = components(path)
+        pending.reverse()  // in place: a reversed copy grew a second array one append at a time
         var resolved = ""
         var resolvedInfo = stat()  // the lstat of `resolved`, a real directory, when `haveInfo`
         var haveInfo = false
@@ -214,6 +215,10 @@ extension String {
         var result: [String] = []
         var text = self
         text.withUTF8 { bytes in
+            // Room for 16 at once: growing an array of Strings one append at a time
+            // reallocated and copied it at 1, 2, 4, 8 and 16 (a slot's 15 libraries), and
+            // counting the separators first cost as much again.
+            result.reserveCapacity(16)
             var start = 0
             for index in 0...bytes.count where index == bytes.count || bytes[index] == separator {
                 if index > start { result.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)) }
@@ -242,7 +247,11 @@ enum TrustedDirectories {
 
     static func contains(_ path: String, strictly: Bool) -> Bool {
         guard let strict else { return false }
-        return strict.contains(path) || (!strictly && lenient.contains(path))
+        // Lengths first (O(1) for native strings): the remembered paths share long prefixes,
+        // and each walk asks for every component.
+        let length = path.utf8.count
+        func listed(_ paths: [String]) -> Bool { paths.contains { $0.utf8.count == length && $0 == path } }
+        return listed(strict) || (!strictly && listed(lenient))
     }
 
     static func insert(_ path: String, strictly: Bool) {
