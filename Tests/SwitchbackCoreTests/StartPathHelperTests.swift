@@ -24,8 +24,25 @@ struct StartPathHelperTests {
         #expect(LibraryStamp.of(paths.reversed()) != first)
         write("b.so", "three")  // another size: another fingerprint
         #expect(LibraryStamp.of(paths) != first)
+        let now = try #require(LibraryStamp.of(paths))
+        #expect(LibraryStamp.of(list: paths.joined(separator: ",")) == now)
+        #expect(LibraryStamp.of(list: "," + paths.joined(separator: ",,") + ",") == now)  // empty fields skipped
+        #expect(LibraryStamp.of(list: "") == nil)
+        #expect(LibraryStamp.of(list: String(repeating: "/x", count: 5000)) == nil)  // longer than PATH_MAX
         #expect(LibraryStamp.of(paths + [directory + "/missing.so"]) == nil)
         #expect(LibraryStamp.of([]) == nil)
+    }
+
+    @Test func slotRecordKeepsItsLibraryListAsTheManifestHasIt() throws {
+        let manifest = try Manifest.parse(Array((Self.manifest + "current.needed=/a/libx.so,/b/liby.so\n").utf8), path: "manifest")
+        #expect(manifest.current.neededList == "/a/libx.so,/b/liby.so")
+        #expect(manifest.current.needed == ["/a/libx.so", "/b/liby.so"])
+        #expect(manifest.previous.needed == [])
+        var record = manifest.current
+        record.needed = ["/c/libz.so"]
+        #expect(record.neededList == "/c/libz.so")
+        #expect(record == Manifest.SlotRecord(version: record.version, build: record.build, abiStamp: record.abiStamp, size: record.size,
+                                              sha256: record.sha256, needed: ["/c/libz.so"]))
     }
 
     @Test func hexDigestIsSixtyFourLowercaseHexDigits() {

@@ -28,7 +28,8 @@ public struct LoadedSlot: @unchecked Sendable {
     public static func load(_ slot: BuildSlot, verified: SlotVerifier.Verified, dependencies: [String] = [],
                             bindLazily: Bool = false) throws(SwitchbackError) -> LoadedSlot {
         if !bindLazily {
-            for dependency in dependencies where verified.libraries.contains(dependency) {
+            let libraries = verified.libraries
+            for dependency in dependencies where libraries.contains(dependency) {
                 _ = dlopen(dependency, RTLD_LAZY | RTLD_NODELETE)
             }
         }
@@ -56,7 +57,7 @@ public struct LoadedSlot: @unchecked Sendable {
 
     private static func map(_ slot: BuildSlot, path: String, bindLazily: Bool,
                             _ open: () throws(SwitchbackError) -> DynamicLibrary) throws(SwitchbackError) -> LoadedSlot {
-        let name = "The \(slot.rawValue) slot at \(path)"
+        var name: String { "The \(slot.rawValue) slot at \(path)" }  // for failures only
         let library: DynamicLibrary
         do { library = try open() } catch {
             if error.code != .slotLoadFailed { throw error }

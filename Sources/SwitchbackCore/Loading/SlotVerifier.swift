@@ -38,9 +38,14 @@ public struct SlotVerifier: Sendable {
         public var file: SlotFile
         /// The libraries of the manifest's `needed` list that exist and passed the strict
         /// check; `LoadedSlot` preloads only these.
-        public var libraries: [String]
+        public var libraries: [String] { allListed?.nonEmptyFields(separatedBy: 0x2C) ?? checked }
         /// `LibraryStamp.of` the manifest's libraries now (nil when one is missing).
         public var libraryStamp: String?
+        /// The manifest's whole list when every library on it passed (checked when the stamp
+        /// was recorded); then `libraries` splits it only if asked, which a lazy open never does.
+        var allListed: String?
+        /// Otherwise the libraries that passed the check now.
+        var checked: [String]
     }
 
     /// Checks `slot`; throws a `slot...` error (or `.insecurePermissions`) whose message
@@ -48,11 +53,11 @@ public struct SlotVerifier: Sendable {
     public func verify(_ slot: BuildSlot) throws(SwitchbackError) -> Verified {
         let path = Manifest.slotPath(bundleRoot: bundleRoot, slot: slot)
         let record = manifest[slot]
-        let name = "The \(slot.rawValue) slot at \(path)"
+        // Failure sentences are built only on failure: this runs at every start.
         func failure(_ code: SwitchbackError.Code, _ what: String) -> SwitchbackError {
-            SwitchbackError(code, "\(name) \(what).", path: path)
+            SwitchbackError(code, "The \(slot.rawValue) slot at \(path) \(what).", path: path)
         }
-        guard let (file, info) = try SlotFile.open(path, what: "\(slot.rawValue) slot") else {
+        guard let (file, info) = try SlotFile.open(path, what: slot == .current ? "current slot" : "previous slot") else {
             throw failure(.slotMissing, "is missing; rebuild the bundle with scripts/bundle")
         }
         let size = Int64(info.st_size)
@@ -72,23 +77,23 @@ public struct SlotVerifier: Sendable {
         // The libraries this file bound against once, unchanged since (same inode, size, mtime
         // and ctime, so no chmod, chown or replacement either), were strict-checked when that
         // stamp was recorded: checked once, remembered by fingerprint, like the hash.
-        let stamp = LibraryStamp.of(record.needed)
-        let libraries: [String]
+        let stamp = LibraryStamp.of(list: record.neededList)
+        var allListed: String?, checked: [String] = []
         if let cached, cached.sha256 == record.sha256, let bound = cached.bound, bound == stamp {
-            libraries = record.needed
+            allListed = record.neededList
         } else {
-            libraries = try SlotFile.checkLibraries(record.needed, neededBy: "\(slot.rawValue) slot")
+            checked = try SlotFile.checkLibraries(record.needed, neededBy: "\(slot.rawValue) slot")
         }
         if let cached, cached.sha256 == record.sha256 {
             return Verified(path: path, wasHashed: false, fingerprint: fingerprint, boundLibraries: cached.bound,
-                            file: file, libraries: libraries, libraryStamp: stamp)
+                            file: file, libraryStamp: stamp, allListed: allListed, checked: checked)
         }
         let digest = try SHA256.hexDigest(ofDescriptor: file.descriptor, path: path)
         guard digest == record.sha256 else {
             throw failure(.slotHashMismatch, "does not match the manifest's SHA-256 (it was modified after bundling); rebuild the bundle with scripts/bundle")
         }
         cache?.record(file: path, fingerprint: fingerprint, sha256: digest)
-        return Verified(path: path, wasHashed: true, fingerprint: fingerprint, boundLibraries: nil, file: file, libraries: libraries,
-                        libraryStamp: stamp)
+        return Verified(path: path, wasHashed: true, fingerprint: fingerprint, boundLibraries: nil, file: file,
+                        libraryStamp: stamp, allListed: allListed, checked: checked)
     }
 }

@@ -17,17 +17,29 @@ public struct Manifest: Sendable, Equatable {
         public var size: Int64
         /// Lowercase hex.
         public var sha256: String
-        /// The shared objects the library needs (its DT_NEEDED entries), which the launcher
-        /// loads lazily before it opens the slot itself with RTLD_NOW.
-        public var needed: [String]
+        /// The shared objects the library needs (its DT_NEEDED entries), comma-separated as
+        /// the manifest lists them. Kept as text: a steady-state start only stamps its slot's
+        /// list (`LibraryStamp.of(list:)`), and splitting both lists into Strings at every
+        /// parse cost more than the rest of the record.
+        public var neededList: String
+        /// The same, one path each: the libraries the launcher loads lazily before it opens
+        /// the slot itself with RTLD_NOW.
+        public var needed: [String] {
+            get { neededList.nonEmptyFields(separatedBy: 0x2C) }
+            set { neededList = newValue.joined(separator: ",") }
+        }
 
         public init(version: String, build: String, abiStamp: String, size: Int64, sha256: String, needed: [String] = []) {
+            self.init(version: version, build: build, abiStamp: abiStamp, size: size, sha256: sha256, neededList: needed.joined(separator: ","))
+        }
+
+        init(version: String, build: String, abiStamp: String, size: Int64, sha256: String, neededList: String) {
             self.version = version
             self.build = build
             self.abiStamp = abiStamp
             self.size = size
             self.sha256 = sha256
-            self.needed = needed
+            self.neededList = neededList
         }
     }
 
@@ -103,9 +115,8 @@ public struct Manifest: Sendable, Equatable {
             guard ValueRange.fileSize.contains(size) else {
                 throw invalid("has an invalid \(name).size line: \(ValueRange.describe(String(size), ValueRange.fileSize))")
             }
-            let needed = (field.needed ?? "").nonEmptyFields(separatedBy: 0x2C)
             return SlotRecord(version: version, build: field.build ?? "", abiStamp: abi, size: size,
-                              sha256: sha, needed: needed)
+                              sha256: sha, neededList: field.needed ?? "")
         }
         let manifest = Manifest(appID: appID, current: try slot(fields.0, "current"), previous: try slot(fields.1, "previous"), settings: text)
         // Numeric settings: a value that does not read, or is out of range, is damage. Only

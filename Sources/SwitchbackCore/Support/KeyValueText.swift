@@ -31,14 +31,14 @@ public struct KeyValueText: Sendable, Equatable {
     /// Parses `bytes`. Throws `.stateInvalid` naming the first bad line: not UTF-8, a line
     /// without `=`, or an empty key. Works on bytes, not Characters: the launcher parses
     /// the manifest and the state at every start.
-    public static func parse(_ bytes: [UInt8], describing what: String) throws(SwitchbackError) -> KeyValueText {
+    public static func parse(_ bytes: [UInt8], describing what: @autoclosure () -> String) throws(SwitchbackError) -> KeyValueText {
         // One validation of the whole file, then lines cut from the bytes and decoded from
         // valid UTF-8 (the stdlib's fast path): the launcher parses the manifest and the state
         // at every start.
         // ASCII, the usual case, is valid UTF-8: one pass over the bytes, no String made.
         let ascii = bytes.withUnsafeBufferPointer { all in all.allSatisfy { $0 < 0x80 } }
         guard ascii || String(validating: bytes, as: UTF8.self) != nil else {
-            throw SwitchbackError(.stateInvalid, "\(what) is not UTF-8 text.")
+            throw SwitchbackError(.stateInvalid, "\(what()) is not UTF-8 text.")
         }
         var result = KeyValueText()
         result.keys.reserveCapacity(32)
@@ -55,7 +55,7 @@ public struct KeyValueText: Sendable, Equatable {
                 var equals = start
                 while equals < end, all[equals] != 0x3D { equals += 1 }
                 guard equals < end, equals != start else {
-                    throw SwitchbackError(.stateInvalid, "\(what) has a malformed line \(lineNumber).")
+                    throw SwitchbackError(.stateInvalid, "\(what()) has a malformed line \(lineNumber).")
                 }
                 let key = String(decoding: UnsafeBufferPointer(rebasing: all[start..<equals]), as: UTF8.self)
                 let valueBytes = UnsafeBufferPointer(rebasing: all[(equals + 1)..<end])
