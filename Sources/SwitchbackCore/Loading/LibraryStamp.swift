@@ -13,46 +13,42 @@ public enum LibraryStamp {
     /// The stamp of a comma-separated list of paths, as the manifest keeps it (no String is
     /// made per path: each is copied, NUL-terminated, into one buffer for its `stat`).
     public static func of(list: String) -> String? {
-        var list = list
-        return list.withUTF8 { bytes -> String? in
-            var hash: UInt64 = 0xCBF2_9CE4_8422_2325
-            var found = false
-            let stamped = withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX) + 1) { name -> Bool in
+        var hash: UInt64 = 0xCBF2_9CE4_8422_2325
+        func mix(_ byte: UInt64) { hash = (hash ^ byte) &* 0x0000_0100_0000_01B3 }
+        // The path's bytes, then each of the fingerprint's five numbers as "\n" and 8 bytes.
+        func mix(number: UInt64) {
+            mix(0x0A)
+            for shift in stride(from: 0, to: 64, by: 8) { mix((number >> UInt64(shift)) & 0xFF) }
+        }
+        var list = list, found = false
+        let stamped = list.withUTF8 { bytes in
+            withUnsafeTemporaryAllocation(of: UInt8.self, capacity: Int(PATH_MAX) + 1) { name -> Bool in
                 var start = 0
                 while start < bytes.count {
                     var end = start
                     while end < bytes.count, bytes[end] != 0x2C { end += 1 }
                     defer { start = end + 1 }
-                    let length = end - start
-                    guard length > 0 else { continue }
-                    guard length <= Int(PATH_MAX) else { return false }
+                    let path = UnsafeBufferPointer(rebasing: bytes[start..<end])
+                    guard !path.isEmpty else { continue }
+                    guard path.count <= Int(PATH_MAX) else { return false }
+                    _ = UnsafeMutableBufferPointer(rebasing: name[..<path.count]).initialize(from: path)
+                    name[path.count] = 0
                     var info = stat()
-                    for index in 0..<length { name[index] = CChar(bitPattern: bytes[start + index]) }
-                    name[length] = 0
-                    guard stat(name.baseAddress!, &info) == 0 else { return false }
-                    // The path's bytes, then the fingerprint's five numbers' bytes.
-                    for index in start..<end { hash = (hash ^ UInt64(bytes[index])) &* 0x0000_0100_0000_01B3 }
+                    guard stat(UnsafeRawPointer(name.baseAddress!).assumingMemoryBound(to: CChar.self), &info) == 0 else { return false }
+                    path.forEach { mix(UInt64($0)) }
                     let fingerprint = FileFingerprint(info)
-                    func mix(_ field: UInt64) {
-                        hash = (hash ^ 0x0A) &* 0x0000_0100_0000_01B3
-                        var rest = field
-                        for _ in 0..<8 {
-                            hash = (hash ^ (rest & 0xFF)) &* 0x0000_0100_0000_01B3
-                            rest >>= 8
-                        }
-                    }
-                    mix(fingerprint.device)
-                    mix(fingerprint.inode)
-                    mix(UInt64(bitPattern: fingerprint.size))
-                    mix(UInt64(bitPattern: fingerprint.modified))
-                    mix(UInt64(bitPattern: fingerprint.changed))
-                    hash = (hash ^ 0x0A) &* 0x0000_0100_0000_01B3
+                    mix(number: fingerprint.device)
+                    mix(number: fingerprint.inode)
+                    mix(number: UInt64(bitPattern: fingerprint.size))
+                    mix(number: UInt64(bitPattern: fingerprint.modified))
+                    mix(number: UInt64(bitPattern: fingerprint.changed))
+                    mix(0x0A)
                     found = true
                 }
                 return true
             }
-            guard stamped, found else { return nil }
-            return String(hash, radix: 16)
         }
+        guard stamped, found else { return nil }
+        return String(hash, radix: 16)
     }
 }

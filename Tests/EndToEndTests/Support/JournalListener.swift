@@ -11,20 +11,13 @@ final class JournalListener {
 
     init(directory: String) throws {
         path = directory + "/journal.socket"
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket failed: \(errno)") }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        _ = withUnsafeMutableBytes(of: &address.sun_path) { buffer in
-            path.utf8CString.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0.prefix(buffer.count - 1))) }
-        }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard bound == 0 else { close(fd); throw TestFailure("bind \(path) failed: \(errno)") }
+        fd = try NotifyListener.bindDatagramSocket(at: path)
     }
 
-    deinit { close(fd) }
+    deinit {
+        close(fd)
+        unlink(path)
+    }
 
     var environment: [String: String] { ["SWITCHBACK_JOURNAL_SOCKET": path] }
 

@@ -12,15 +12,25 @@ final class NotifyListener {
 
     init(directory: String) throws {
         path = directory + "/notify-\(getpid())-\(Int.random(in: 0..<1_000_000)).sock"
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
-        guard fd >= 0 else { throw TestFailure("socket failed") }
+        fd = try Self.bindDatagramSocket(at: path)
+    }
+
+    /// A unix datagram socket bound at `path` (the listeners' common part).
+    static func bindDatagramSocket(at path: String) throws -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue), 0)
+        guard fd >= 0 else { throw TestFailure("socket failed: \(String(cString: strerror(errno)))") }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
         let bound = withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         }
-        guard bound == 0 else { throw TestFailure("bind \(path) failed: \(String(cString: strerror(errno)))") }
+        guard bound == 0 else {
+            let error = errno
+            close(fd)
+            throw TestFailure("bind \(path) failed: \(String(cString: strerror(error)))")
+        }
+        return fd
     }
 
     deinit {
