@@ -97,4 +97,40 @@ import Testing
             #expect(!KeyValueText.escape(value).contains("\n"))
         }
     }
+
+    @Test func parsedPairsReadAsTheFileHasThemAndDecodeOnlyWhenRead() throws {
+        let file = "# comment\nformat=1\n\nname=a\\nb\nempty=\nname=second\ntab=x\ty\nlast=no newline"
+        let text = try KeyValueText.parse(Array(file.utf8), describing: "test")
+        #expect(text.count == 6)
+        #expect(text.keys == ["format", "name", "empty", "name", "tab", "last"])
+        #expect(text.values == ["1", "a\nb", "", "second", "x\ty", "no newline"])
+        #expect(text["name"] == "a\nb")  // the first line of a key counts
+        #expect(text.index(of: "name") == 1)
+        #expect(text.index(of: "name", in: 2..<6) == 3)
+        #expect(text.index(of: "name", in: 4..<6) == nil)
+        #expect(text.index(of: "") == nil)
+        #expect(text["nam"] == nil && text["names"] == nil && text["missing"] == nil)
+        #expect(text.key(at: 4, is: "tab") && !text.key(at: 4, is: "ta") && !text.key(at: 4, is: "tabs"))
+        #expect(text.withKeyBytes(at: 0) { Array($0) } == Array("format".utf8))
+
+        // Pairs appended after a parse, and the serialized form, read back the same.
+        var grown = text
+        grown.append("added", "line\nbreak\\")
+        #expect(grown.count == 7 && text.count == 6)
+        #expect(grown["added"] == "line\nbreak\\")
+        let again = try KeyValueText.parse(grown.serialized(), describing: "test")
+        #expect(again == grown)
+        #expect(again.keys == grown.keys && again.values == grown.values)
+        #expect(again != text)
+    }
+
+    @Test func malformedLinesAreNamedByNumber() {
+        for (file, line) in [("a=1\n=2\n", 2), ("a=1\n\n# c\nno equals\n", 4), ("x", 1)] {
+            let error = #expect(throws: SwitchbackError.self) { try KeyValueText.parse(Array(file.utf8), describing: "The file f") }
+            #expect(error?.message == "The file f has a malformed line \(line).")
+            #expect(error?.code == .stateInvalid)
+        }
+        let error = #expect(throws: SwitchbackError.self) { try KeyValueText.parse([0x61, 0x3D, 0xFF], describing: "The file f") }
+        #expect(error?.message == "The file f is not UTF-8 text.")
+    }
 }

@@ -74,6 +74,25 @@ struct StartPathHelperTests {
             #expect(error?.code == .manifestInvalid)
             #expect(error?.message.contains("invalid \(key) line") == true)
         }
+        // Every numeric setting docs/fuzzing.md names is range-checked, each with its own range.
+        let durations = ["remote.interval_s", "remote.deadline_ms", "remote.before_start_deadline_ms", "remote.max_staleness_s",
+                         "remote.retry_floor_s", "remote.splay_s", "supervise.grace_ms", "supervise.backoff_initial_ms",
+                         "supervise.backoff_max_ms", "supervise.backoff_reset_after_ms", "supervise.crash_window_ms",
+                         "supervise.poll_ms", "supervise.start_deadline_ms", "supervise.min_ready_ms", "supervise.watchdog_ms",
+                         "supervise.probe_interval_ms", "supervise.drain_ms"]
+        for key in durations + ["trial.tries", "supervise.crash_limit"] {
+            #expect((try? Manifest.parse(Array((manifest + "\(key)=12\n").utf8), path: "manifest")) != nil, "\(key)")
+            let error = #expect(throws: SwitchbackError.self) { try Manifest.parse(Array((manifest + "\(key)=x\n").utf8), path: "manifest") }
+            #expect(error?.message.contains("invalid \(key) line") == true, "\(key)")
+        }
+        for key in durations {  // beyond a count, within a duration
+            #expect((try? Manifest.parse(Array((manifest + "\(key)=2000000\n").utf8), path: "manifest")) != nil, "\(key)")
+        }
+        for key in ["trial.tries", "supervise.crash_limit"] {
+            #expect((try? Manifest.parse(Array((manifest + "\(key)=2000000\n").utf8), path: "manifest")) == nil, "\(key)")
+        }
+        // Only the first line of a key is checked, as only the first counts.
+        #expect((try? Manifest.parse(Array((manifest + "trial.tries=4\ntrial.tries=x\n").utf8), path: "manifest")) != nil)
         // A key of a setting's length that is not one is an ordinary setting.
         #expect((try? Manifest.parse(Array((manifest + "trial.xxxxx=many\n").utf8), path: "manifest")) != nil)
     }

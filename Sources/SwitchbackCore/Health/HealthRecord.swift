@@ -75,16 +75,16 @@ public struct HealthRecord: Sendable, Equatable {
         // Blocks of fields, each opened by a `build=` line.
         // (Indices into the text, not arrays of pairs: see KeyValueText.)
         var starts: [Int] = []
-        for (index, key) in text.keys.enumerated() where key != "format" && key != "end" {
-            if key == "build" { starts.append(index) }
-            guard !starts.isEmpty else { throw invalid("has a \(key.prefix(40)) line before any build line") }
+        for index in 0..<text.count where !text.key(at: index, is: "format") && !text.key(at: index, is: "end") {
+            if text.key(at: index, is: "build") { starts.append(index) }
+            guard !starts.isEmpty else { throw invalid("has a \(text.key(at: index).prefix(40)) line before any build line") }
         }
         guard starts.count <= buildLimit * 4 else { throw invalid("has more than \(buildLimit * 4) builds") }
         var record = HealthRecord()
         for (number, start) in starts.enumerated() {
-            let end = number + 1 < starts.count ? starts[number + 1] : text.keys.count
-            func field(_ key: String) -> String? { (start..<end).first { text.keys[$0] == key }.map { text.values[$0] } }
-            record.set(try health(build: text.values[start], field, prefix: "", invalid: invalid))
+            let end = number + 1 < starts.count ? starts[number + 1] : text.count
+            func field(_ key: String) -> String? { text.index(of: key, in: start..<end).map { text.value(at: $0) } }
+            record.set(try health(build: text.value(at: start), field, prefix: "", invalid: invalid))
         }
         return record
     }

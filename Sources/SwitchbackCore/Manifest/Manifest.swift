@@ -86,46 +86,43 @@ public struct Manifest: Sendable, Equatable {
         }
         let text: KeyValueText
         do { text = try KeyValueText.parse(bytes, describing: "The manifest \(path)") } catch { throw invalid("is not a Switchback manifest") }
-        // One pass over the lines: the launcher parses the manifest at every start, and a
-        // lookup per field (each a scan of every line, with its key built by concatenation)
-        // cost more than the rest of the parse.
-        var format: String?, appID: String?
+        // One pass over the lines, by the bytes of their keys: the launcher parses the manifest
+        // at every start, and only the values it keeps become Strings.
+        var format: Int?, appID: Int?
         var fields = (SlotLines(), SlotLines())
         var numeric: [Int] = []  // indices of numeric settings' lines
-        for (index, key) in text.keys.enumerated() {
-            let value = text.values[index]
-            if let (slot, field) = SlotField.split(key) {
-                if slot == 0 { fields.0.keepFirst(field, value) } else { fields.1.keepFirst(field, value) }
-            } else if key == "format" {
-                if format == nil { format = value }
-            } else if key == "app_id" {
-                if appID == nil { appID = value }
-            } else if isNumericSetting(key) {
-                numeric.append(index)
+        for index in 0..<text.count {
+            switch text.withKeyBytes(at: index, Line.kind) {
+            case .slot(0, let field): fields.0.keepFirst(field, index)
+            case .slot(_, let field): fields.1.keepFirst(field, index)
+            case .format: if format == nil { format = index }
+            case .appID: if appID == nil { appID = index }
+            case .numeric: numeric.append(index)
+            case .other: break
             }
         }
-        guard let format = format.flatMap({ Int($0) }) else { throw invalid("has no format line") }
+        guard let format = format.flatMap({ Int(text.value(at: $0)) }) else { throw invalid("has no format line") }
         guard format <= currentFormat else { throw invalid("has format \(format), newer than this launcher reads (\(currentFormat))") }
-        guard let appID, !appID.isEmpty else { throw invalid("has no app_id") }
+        guard let appID = appID.map({ text.value(at: $0) }), !appID.isEmpty else { throw invalid("has no app_id") }
         func slot(_ field: SlotLines, _ name: String) throws(SwitchbackError) -> SlotRecord {
-            guard let version = field.version, let abi = field.abi, let size = field.size.flatMap({ Int64($0) }),
-                  let sha = field.sha256, SHA256.isHexDigest(sha) else {
+            func value(_ index: Int?) -> String? { index.map { text.value(at: $0) } }
+            guard let version = value(field.version), let abi = value(field.abi),
+                  let size = value(field.size).flatMap({ Int64($0) }),
+                  let sha = value(field.sha256), SHA256.isHexDigest(sha) else {
                 throw invalid("has no complete record of the \(name) slot")
             }
             guard ValueRange.fileSize.contains(size) else {
                 throw invalid("has an invalid \(name).size line: \(ValueRange.describe(String(size), ValueRange.fileSize))")
             }
-            return SlotRecord(version: version, build: field.build ?? "", abiStamp: abi, size: size,
-                              sha256: sha, neededList: field.needed ?? "")
+            return SlotRecord(version: version, build: value(field.build) ?? "", abiStamp: abi, size: size,
+                              sha256: sha, neededList: value(field.needed) ?? "")
         }
         let manifest = Manifest(appID: appID, current: try slot(fields.0, "current"), previous: try slot(fields.1, "previous"), settings: text)
         // Numeric settings: a value that does not read, or is out of range, is damage. Only
         // the first line of a key counts, as for every lookup.
-        var seen: [String] = []
-        for index in numeric where !seen.contains(text.keys[index]) {
-            let (key, value) = (text.keys[index], text.values[index])
-            seen.append(key)
-            let range = numericSettings.first { $0.key == key }!.range
+        for index in numeric where text.index(of: text.key(at: index)) == index {
+            let (key, value) = (text.key(at: index), text.value(at: index))
+            let range = text.withKeyBytes(at: index, numericRange)!
             guard let number = Int(value), range.contains(number) else {
                 throw invalid("has an invalid \(key) line: \(ValueRange.describe("'\(value.prefix(40))'", range))")
             }
@@ -133,18 +130,34 @@ public struct Manifest: Sendable, Equatable {
         return manifest
     }
 
-    /// One slot's lines as the parse finds them (the first of each key counts).
-    struct SlotLines {
-        var version, build, abi, size, sha256, needed: String?
+    /// What a line's key is, read from its bytes.
+    enum Line {
+        case slot(Int, SlotField), format, appID, numeric, other
 
-        mutating func keepFirst(_ field: SlotField, _ value: String) {
+        static func kind(_ key: UnsafeBufferPointer<UInt8>) -> Line {
+            if let (slot, field) = SlotField.split(key) { return .slot(slot, field) }
+            if matches(key, "format") { return .format }
+            if matches(key, "app_id") { return .appID }
+            return numericRange(key) == nil ? .other : .numeric
+        }
+    }
+
+    static func matches(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+        bytes.count == name.utf8CodeUnitCount && memcmp(bytes.baseAddress!, name.utf8Start, bytes.count) == 0
+    }
+
+    /// One slot's lines as the parse finds them (the first of each key counts): their indices.
+    struct SlotLines {
+        var version, build, abi, size, sha256, needed: Int?
+
+        mutating func keepFirst(_ field: SlotField, _ index: Int) {
             switch field {
-            case .version: if version == nil { version = value }
-            case .build: if build == nil { build = value }
-            case .abi: if abi == nil { abi = value }
-            case .size: if size == nil { size = value }
-            case .sha256: if sha256 == nil { sha256 = value }
-            case .needed: if needed == nil { needed = value }
+            case .version: if version == nil { version = index }
+            case .build: if build == nil { build = index }
+            case .abi: if abi == nil { abi = index }
+            case .size: if size == nil { size = index }
+            case .sha256: if sha256 == nil { sha256 = index }
+            case .needed: if needed == nil { needed = index }
             }
         }
     }
@@ -154,64 +167,45 @@ public struct Manifest: Sendable, Equatable {
         case version, build, abi, size, sha256, needed
 
         /// The slot index (0 current, 1 previous) and field of `key`, if it is a slot line.
-        static func split(_ key: String) -> (Int, SlotField)? {
-            // Bytes, not Substrings: this runs for every line at every start.
-            var key = key
-            return key.withUTF8 { bytes -> (Int, SlotField)? in
-                let slot: Int, rest: UnsafeBufferPointer<UInt8>
-                if bytes.count > 8, bytes[7] == 0x2E, bytes.starts(with: "current.".utf8) {
-                    slot = 0
-                    rest = UnsafeBufferPointer(rebasing: bytes[8...])
-                } else if bytes.count > 9, bytes[8] == 0x2E, bytes.starts(with: "previous.".utf8) {
-                    slot = 1
-                    rest = UnsafeBufferPointer(rebasing: bytes[9...])
-                } else {
-                    return nil
-                }
-                func named(_ name: StaticString) -> Bool {
-                    rest.count == name.utf8CodeUnitCount && memcmp(rest.baseAddress!, name.utf8Start, rest.count) == 0
-                }
-                if named("version") { return (slot, .version) }
-                if named("build") { return (slot, .build) }
-                if named("abi") { return (slot, .abi) }
-                if named("size") { return (slot, .size) }
-                if named("sha256") { return (slot, .sha256) }
-                if named("needed") { return (slot, .needed) }
+        static func split(_ bytes: UnsafeBufferPointer<UInt8>) -> (Int, SlotField)? {
+            let slot: Int, rest: UnsafeBufferPointer<UInt8>
+            if bytes.count > 8, bytes[7] == 0x2E, bytes.starts(with: "current.".utf8) {
+                slot = 0
+                rest = UnsafeBufferPointer(rebasing: bytes[8...])
+            } else if bytes.count > 9, bytes[8] == 0x2E, bytes.starts(with: "previous.".utf8) {
+                slot = 1
+                rest = UnsafeBufferPointer(rebasing: bytes[9...])
+            } else {
                 return nil
             }
+            if matches(rest, "version") { return (slot, .version) }
+            if matches(rest, "build") { return (slot, .build) }
+            if matches(rest, "abi") { return (slot, .abi) }
+            if matches(rest, "size") { return (slot, .size) }
+            if matches(rest, "sha256") { return (slot, .sha256) }
+            if matches(rest, "needed") { return (slot, .needed) }
+            return nil
         }
     }
 
-    /// Whether `key` names a numeric setting. Lengths first (O(1) for native strings): most
-    /// keys differ in length from every setting, and the launcher asks for every line.
-    static func isNumericSetting(_ key: String) -> Bool {
-        let length = key.utf8.count
-        return numericSettings.contains { $0.key.utf8.count == length && $0.key == key }
+    /// The range of the numeric setting `key` names, or nil when it names none: the numeric
+    /// settings (docs/fuzzing.md) are durations up to 2^31 - 1 (milliseconds, or seconds for
+    /// `remote.interval_s`) and counts up to a million. A chain of byte comparisons, each
+    /// rejected by its length first, rather than a table: the launcher asks for every line,
+    /// and a global array of pairs costs its generic metadata and its initialization.
+    static func numericRange(_ key: UnsafeBufferPointer<UInt8>) -> ClosedRange<Int>? {
+        if matches(key, "trial.tries") || matches(key, "supervise.crash_limit") { return ValueRange.count }
+        if matches(key, "remote.interval_s") || matches(key, "remote.deadline_ms")
+            || matches(key, "remote.before_start_deadline_ms") || matches(key, "remote.max_staleness_s")
+            || matches(key, "remote.retry_floor_s") || matches(key, "remote.splay_s")
+            || matches(key, "supervise.grace_ms") || matches(key, "supervise.backoff_initial_ms")
+            || matches(key, "supervise.backoff_max_ms") || matches(key, "supervise.backoff_reset_after_ms")
+            || matches(key, "supervise.crash_window_ms") || matches(key, "supervise.poll_ms")
+            || matches(key, "supervise.start_deadline_ms") || matches(key, "supervise.min_ready_ms")
+            || matches(key, "supervise.watchdog_ms") || matches(key, "supervise.probe_interval_ms")
+            || matches(key, "supervise.drain_ms") { return ValueRange.duration }
+        return nil
     }
-
-    /// The numeric settings and their ranges (docs/fuzzing.md): durations up to 2^31 - 1
-    /// (milliseconds, or seconds for `remote.interval_s`), counts up to a million.
-    static let numericSettings: [(key: String, range: ClosedRange<Int>)] = [
-        ("trial.tries", ValueRange.count),
-        ("remote.interval_s", ValueRange.duration),
-        ("remote.deadline_ms", ValueRange.duration),
-        ("remote.before_start_deadline_ms", ValueRange.duration),
-        ("remote.max_staleness_s", ValueRange.duration),
-        ("remote.retry_floor_s", ValueRange.duration),
-        ("remote.splay_s", ValueRange.duration),
-        ("supervise.grace_ms", ValueRange.duration),
-        ("supervise.backoff_initial_ms", ValueRange.duration),
-        ("supervise.backoff_max_ms", ValueRange.duration),
-        ("supervise.backoff_reset_after_ms", ValueRange.duration),
-        ("supervise.crash_limit", ValueRange.count),
-        ("supervise.crash_window_ms", ValueRange.duration),
-        ("supervise.poll_ms", ValueRange.duration),
-        ("supervise.start_deadline_ms", ValueRange.duration),
-        ("supervise.min_ready_ms", ValueRange.duration),
-        ("supervise.watchdog_ms", ValueRange.duration),
-        ("supervise.probe_interval_ms", ValueRange.duration),
-        ("supervise.drain_ms", ValueRange.duration),
-    ]
 }
 
 extension Manifest {

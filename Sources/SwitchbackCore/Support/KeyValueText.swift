@@ -1,48 +1,111 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// The line format of Switchback's small files (manifest, state): `key=value` lines, `#`
 /// comments, values escaped so that one value is always one line. It needs no Foundation,
 /// so the launcher can read it in microseconds, and a shell script can write it.
 public struct KeyValueText: Sendable, Equatable {
-    /// The keys and the values, in file order. Two arrays of String rather than one of
-    /// pairs: the launcher parses these at every start, and an array of tuples is a generic
-    /// type whose runtime metadata costs more than the parse of a small file.
-    public private(set) var keys: [String]
-    public private(set) var values: [String]
+    /// The text: a parsed file's bytes as read (comments and all), then a `key=value` line
+    /// per appended pair, its value escaped. Keys and values are made into Strings only when
+    /// asked for: the launcher parses the manifest, the state and the health file at every
+    /// start and reads a few of their values.
+    private var bytes: [UInt8]
+    /// Three offsets into `bytes` per pair, in file order: where its key starts, its `=`, and
+    /// where its value ends. One array of Int, not an array of structs or tuples: a generic
+    /// type's runtime metadata costs more than the parse of a small file.
+    private var marks: [Int]
 
     public init() {
-        keys = []
-        values = []
+        bytes = []
+        marks = []
     }
 
     public static func == (lhs: KeyValueText, rhs: KeyValueText) -> Bool {
         lhs.keys == rhs.keys && lhs.values == rhs.values
     }
 
+    /// How many pairs there are.
+    public var count: Int { marks.count / 3 }
+
+    /// The keys, in file order.
+    public var keys: [String] { (0..<count).map { key(at: $0) } }
+
+    /// The values, in file order, unescaped.
+    public var values: [String] { (0..<count).map { value(at: $0) } }
+
+    /// The key of pair `index`.
+    public func key(at index: Int) -> String {
+        withKeyBytes(at: index) { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// The value of pair `index`, unescaped.
+    public func value(at index: Int) -> String {
+        bytes.withUnsafeBufferPointer { all in
+            let raw = UnsafeBufferPointer(rebasing: all[(marks[3 * index + 1] + 1)..<marks[3 * index + 2]])
+            let text = String(decoding: raw, as: UTF8.self)
+            return raw.contains(0x5C) ? Self.unescape(text) : text
+        }
+    }
+
+    /// Calls `body` with the bytes of pair `index`'s key.
+    public func withKeyBytes<R>(at index: Int, _ body: (UnsafeBufferPointer<UInt8>) throws -> R) rethrows -> R {
+        try bytes.withUnsafeBufferPointer { all in
+            try body(UnsafeBufferPointer(rebasing: all[marks[3 * index]..<marks[3 * index + 1]]))
+        }
+    }
+
+    /// Whether pair `index`'s key is `name`.
+    public func key(at index: Int, is name: StaticString) -> Bool {
+        withKeyBytes(at: index) { key in
+            key.count == name.utf8CodeUnitCount && memcmp(key.baseAddress!, name.utf8Start, key.count) == 0
+        }
+    }
+
+    /// The index of the first pair whose key is `key` (among the pairs `within`, if given).
+    public func index(of key: String, in within: Range<Int>? = nil) -> Int? {
+        let pairs = within ?? 0..<count
+        var key = key
+        return key.withUTF8 { wanted -> Int? in
+            guard wanted.count > 0 else { return nil }  // no key is empty
+            return bytes.withUnsafeBufferPointer { all -> Int? in
+                for index in pairs {
+                    let start = marks[3 * index], length = marks[3 * index + 1] - start
+                    if length == wanted.count, memcmp(all.baseAddress! + start, wanted.baseAddress!, length) == 0 { return index }
+                }
+                return nil
+            }
+        }
+    }
+
     /// The value of the first `key`, if any.
     public subscript(key: String) -> String? {
-        keys.firstIndex(of: key).map { values[$0] }
+        index(of: key).map { value(at: $0) }
     }
 
     /// Appends a pair.
     public mutating func append(_ key: String, _ value: String) {
-        keys.append(key)
-        values.append(value)
+        marks.append(bytes.count)
+        bytes.append(contentsOf: key.utf8)
+        marks.append(bytes.count)
+        bytes.append(0x3D)
+        bytes.append(contentsOf: Self.escape(value).utf8)
+        marks.append(bytes.count)
+        bytes.append(0x0A)
     }
 
     /// Parses `bytes`. Throws `.stateInvalid` naming the first bad line: not UTF-8, a line
-    /// without `=`, or an empty key. Works on bytes, not Characters: the launcher parses
-    /// the manifest and the state at every start.
+    /// without `=`, or an empty key. One pass over the bytes, no String made: values are
+    /// decoded when they are read.
     public static func parse(_ bytes: [UInt8], describing what: @autoclosure () -> String) throws(SwitchbackError) -> KeyValueText {
-        // One validation of the whole file, then lines cut from the bytes and decoded from
-        // valid UTF-8 (the stdlib's fast path): the launcher parses the manifest and the state
-        // at every start.
         // ASCII, the usual case, is valid UTF-8: one pass over the bytes, no String made.
         let ascii = bytes.withUnsafeBufferPointer { all in all.allSatisfy { $0 < 0x80 } }
         guard ascii || String(validating: bytes, as: UTF8.self) != nil else {
             throw SwitchbackError(.stateInvalid, "\(what()) is not UTF-8 text.")
         }
         var result = KeyValueText()
-        result.keys.reserveCapacity(32)
-        result.values.reserveCapacity(32)
+        result.bytes = bytes
+        result.marks.reserveCapacity(96)
         var lineNumber = 0
         try bytes.withUnsafeBufferPointer { (all) throws(SwitchbackError) in
             var start = 0
@@ -57,10 +120,9 @@ public struct KeyValueText: Sendable, Equatable {
                 guard equals < end, equals != start else {
                     throw SwitchbackError(.stateInvalid, "\(what()) has a malformed line \(lineNumber).")
                 }
-                let key = String(decoding: UnsafeBufferPointer(rebasing: all[start..<equals]), as: UTF8.self)
-                let valueBytes = UnsafeBufferPointer(rebasing: all[(equals + 1)..<end])
-                let raw = String(decoding: valueBytes, as: UTF8.self)
-                result.append(key, valueBytes.contains(0x5C) ? unescape(raw) : raw)
+                result.marks.append(start)
+                result.marks.append(equals)
+                result.marks.append(end)
             }
         }
         return result
@@ -69,7 +131,7 @@ public struct KeyValueText: Sendable, Equatable {
     /// The file's bytes, one `key=value` line per pair.
     public func serialized() -> [UInt8] {
         var text = ""
-        for (key, value) in zip(keys, values) { text += key + "=" + Self.escape(value) + "\n" }
+        for index in 0..<count { text += key(at: index) + "=" + Self.escape(value(at: index)) + "\n" }
         return Array(text.utf8)
     }
 
