@@ -98,3 +98,19 @@ import Testing
         #expect { try FileLock(path: root + "/lock-link") } throws: { ($0 as? SwitchbackError)?.code == .insecurePermissions }
     }
 }
+
+@Suite struct FileModeTests {
+    @Test func numbersAreTheSystemsMacros() {
+        #expect(FileMode.typeMask == S_IFMT)
+        #expect(FileMode.regular == S_IFREG)
+        #expect(FileMode.directory == S_IFDIR)
+        #expect(FileMode.symbolicLink == S_IFLNK)
+        #expect(FileMode.sharedWrite == mode_t(S_IWGRP | S_IWOTH))
+        #expect(FileMode.sticky == mode_t(S_ISVTX))
+        var info = stat()
+        #expect(lstat("/", &info) == 0 && FileMode.type(info) == FileMode.directory)
+        #expect(lstat("/proc/self", &info) == 0 && FileMode.type(info) == FileMode.symbolicLink)
+        #expect(lstat("/proc/self/exe", &info) == 0 && FileMode.type(info) == FileMode.symbolicLink)
+        #expect(stat("/proc/self/exe", &info) == 0 && FileMode.type(info) == FileMode.regular)
+    }
+}

@@ -31,7 +31,7 @@ public final class SlotFile: Sendable, Equatable {
         let file = SlotFile(descriptor: fd, resolvedPath: resolved)
         var info = stat()
         if fstat(fd, &info) != 0 { throw .system("Inspecting", path: path, errno: errno) }
-        guard info.st_mode & S_IFMT == S_IFREG else {
+        guard FileMode.type(info) == FileMode.regular else {
             throw SwitchbackError(.slotNotRegularFile, "The \(what) at \(path) is not a regular file; rebuild the bundle with scripts/bundle.", path: path)
         }
         try StrictModes.checkOwnerAndMode(info, path: resolved, what: what)
@@ -60,7 +60,7 @@ public final class SlotFile: Sendable, Equatable {
                 directories[listed] = directory
             }
             guard let directory, let (resolved, info) = try libraryFile(in: directory, named: lastComponent(of: path), what: what) else { continue }
-            guard info.st_mode & S_IFMT == S_IFREG else {
+            guard FileMode.type(info) == FileMode.regular else {
                 throw SwitchbackError(.insecurePermissions, "The \(what) \(resolved) is not a regular file; refusing to load it: reinstall it or rebuild the bundle with scripts/bundle.", path: path)
             }
             try StrictModes.checkOwnerAndMode(info, path: resolved, what: what)
@@ -75,7 +75,7 @@ public final class SlotFile: Sendable, Equatable {
         var path = directory + "/" + name
         for _ in 0...StrictModes.maximumLinks {
             guard let info = try StrictModes.linkStatus(path) else { return nil }
-            guard info.st_mode & S_IFMT == S_IFLNK else { return (path, info) }
+            guard FileMode.type(info) == FileMode.symbolicLink else { return (path, info) }
             if info.st_uid != geteuid() && info.st_uid != 0 {
                 throw SwitchbackError(.insecurePermissions, "The symbolic link \(path) on the way to the \(what) is owned by another user (owner uid \(info.st_uid)); refusing to follow it: remove it or run 'chown -h \(geteuid()) \(path)'.", path: path)
             }

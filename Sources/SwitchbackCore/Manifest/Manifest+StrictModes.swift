@@ -13,11 +13,11 @@ extension Manifest {
         for name in ["bin", "slots"] {
             let path = bundleRoot + "/" + name
             guard let info = try StrictModes.linkStatus(path) else { continue }
-            if info.st_mode & S_IFMT == S_IFLNK {
+            if FileMode.type(info) == FileMode.symbolicLink {
                 throw SwitchbackError(.insecurePermissions, "The bundle's \(name) directory \(path) is a symbolic link; refusing to follow it: replace it with the real directory.", path: path)
             }
             try StrictModes.checkOwnerAndMode(info, path: path, what: "bundle's \(name) directory")
-            if info.st_mode & S_IFMT == S_IFDIR { TrustedDirectories.insert(path, strictly: true) }
+            if FileMode.type(info) == FileMode.directory { TrustedDirectories.insert(path, strictly: true) }
         }
     }
 

@@ -31,7 +31,7 @@ public enum StrictModes {
             let me = geteuid()
             throw SwitchbackError(.insecurePermissions, "The \(what()) \(path) is owned by another user (\(found())); refusing to trust it: run 'chown \(me) \(path)' or remove it.", path: path)
         }
-        if mode & mode_t(S_IWGRP | S_IWOTH) != 0 && !(sticky && mode & mode_t(S_ISVTX) != 0) {
+        if mode & FileMode.sharedWrite != 0 && !(sticky && mode & FileMode.sticky != 0) {
             throw SwitchbackError(.insecurePermissions, "The \(what()) \(path) is writable by other users (\(found())); refusing to trust it: run 'chmod go-w \(path)'.", path: path)
         }
     }
@@ -87,7 +87,7 @@ public enum StrictModes {
                     }
                     try checkOwnerAndMode(info, path: directory, what: pending.isEmpty ? "directory of the \(what)" : "directory above the \(what)",
                                           sticky: !strictly)
-                    TrustedDirectories.insert(directory, strictly: strictly || info.st_mode & mode_t(S_IWGRP | S_IWOTH) == 0)
+                    TrustedDirectories.insert(directory, strictly: strictly || info.st_mode & FileMode.sharedWrite == 0)
                 }
                 checked = (directory, strictly)
             }
@@ -101,7 +101,7 @@ public enum StrictModes {
                 continue
             }
             guard let info = try linkStatus(candidate) else { return nil }
-            if info.st_mode & S_IFMT == S_IFLNK {
+            if FileMode.type(info) == FileMode.symbolicLink {
                 if pending.isEmpty && !followLast {
                     let target = FileSystem.resolved(candidate).map { " (\($0))" } ?? ""
                     throw SwitchbackError(.insecurePermissions, "The \(what) \(candidate) is a symbolic link; refusing to follow it: use the real path\(target) instead.", path: candidate)
@@ -122,7 +122,7 @@ public enum StrictModes {
                 pending.append(contentsOf: components(target).reversed())
                 continue
             }
-            if !pending.isEmpty && info.st_mode & S_IFMT != S_IFDIR { return nil }
+            if !pending.isEmpty && FileMode.type(info) != FileMode.directory { return nil }
             resolved = candidate
             resolvedInfo = info
             haveInfo = true
@@ -152,7 +152,7 @@ public enum StrictModes {
             guard let found = try linkStatus(resolved) else { return nil }
             info = found
         }
-        guard info.st_mode & S_IFMT == S_IFDIR else {
+        guard FileMode.type(info) == FileMode.directory else {
             throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is not a directory; refusing to use it: remove it or choose another path.", path: path)
         }
         try checkOwnerAndMode(info, path: resolved, what: what)
@@ -167,8 +167,8 @@ public enum StrictModes {
         var info = stat()
         if fstat(fd, &info) != 0 { throw .system("Inspecting", path: path, errno: errno) }
         try checkOwnerAndMode(info, path: path, what: what)
-        guard info.st_mode & S_IFMT == S_IFREG else {
-            throw .system("Reading", path: path, errno: info.st_mode & S_IFMT == S_IFDIR ? EISDIR : EINVAL)
+        guard FileMode.type(info) == FileMode.regular else {
+            throw .system("Reading", path: path, errno: FileMode.type(info) == FileMode.directory ? EISDIR : EINVAL)
         }
         return info
     }
@@ -273,4 +273,21 @@ extension StrictModes {
         TrustedDirectories.strict = nil
         TrustedDirectories.lenient = []
     }
+}
+
+/// The type and permission bits of `st_mode`, as numbers (POSIX fixes them, Linux's
+/// <sys/stat.h> spells them so). Glibc's Swift overlay exports S_IFMT, S_IFDIR and the rest
+/// as functions, its C macros not importing: each a call into another library that the
+/// dynamic linker binds at its first use, seven of the launcher's start-up bindings.
+enum FileMode {
+    static let typeMask: mode_t = 0o170_000
+    static let regular: mode_t = 0o100_000
+    static let directory: mode_t = 0o040_000
+    static let symbolicLink: mode_t = 0o120_000
+    /// Writable by the group or by others.
+    static let sharedWrite: mode_t = 0o022
+    static let sticky: mode_t = 0o1_000
+
+    /// The file type of `info`: compare with `regular`, `directory`, `symbolicLink`.
+    static func type(_ info: stat) -> mode_t { info.st_mode & typeMask }
 }
