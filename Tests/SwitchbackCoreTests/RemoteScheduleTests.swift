@@ -15,6 +15,15 @@ struct RemoteScheduleTests {
     let defaults = settings()
     let now: Int64 = 1_795_317_164_000
 
+    @Test func keysAreTheCommaSeparatedListWithoutWhitespaceOrEmptyEntries() {
+        #expect(defaults.keys == [])
+        let settings = Self.settings(["remote.keys": " MCowBQ== ,,MCow\tBQYD ,"])
+        #expect(settings.keysText == " MCowBQ== ,,MCow\tBQYD ,")
+        #expect(settings.keys == ["MCowBQ==", "MCowBQYD"])
+        #expect(settings.keyPEMs == ["-----BEGIN PUBLIC KEY-----\nMCowBQ==\n-----END PUBLIC KEY-----\n",
+                                     "-----BEGIN PUBLIC KEY-----\nMCowBQYD\n-----END PUBLIC KEY-----\n"])
+    }
+
     @Test func defaultsAreAnHourWithAnHourOfSplayAndAThirtySecondFloor() {
         #expect(defaults.intervalSeconds == 3600)
         #expect(defaults.splaySeconds == 3600)

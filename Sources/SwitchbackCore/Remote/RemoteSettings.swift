@@ -10,8 +10,14 @@
 public struct RemoteSettings: Sendable, Equatable {
     /// Where the signed directive is served (`remote.url`); nil means no remote directive.
     public var url: String?
+    /// `remote.keys` as the manifest has it: read into `keys` only by the program that checks
+    /// a directive's signature. The launcher builds these settings at every start of an app
+    /// with a directive URL, and splitting the keys by Character cost it 100,000 instructions.
+    public var keysText: String
     /// The trusted public keys (`remote.keys`), base64 DER SubjectPublicKeyInfo each.
-    public var keys: [String]
+    public var keys: [String] {
+        keysText.split(separator: ",").map { String($0.filter { !$0.isWhitespace }) }.filter { !$0.isEmpty }
+    }
     /// The most time between two checks of a running install (`remote.interval_s`, default
     /// 3600): after a successful check the next is due `interval × uniform(0.75, 1.0)` later.
     public var intervalSeconds: Int64
@@ -39,9 +45,7 @@ public struct RemoteSettings: Sendable, Equatable {
     public init(manifest: Manifest) {
         let url = manifest.settings["remote.url"] ?? ""
         self.url = url.isEmpty ? nil : url
-        keys = (manifest.settings["remote.keys"] ?? "").split(separator: ",").map {
-            String($0.filter { !$0.isWhitespace })
-        }.filter { !$0.isEmpty }
+        keysText = manifest.settings["remote.keys"] ?? ""
         intervalSeconds = Int64(manifest.milliseconds("remote.interval_s", default: 3600))
         maxStalenessSeconds = Int64(max(1, manifest.milliseconds("remote.max_staleness_s", default: 86400)))
         retryFloorSeconds = Int64(max(1, manifest.milliseconds("remote.retry_floor_s", default: 30)))
