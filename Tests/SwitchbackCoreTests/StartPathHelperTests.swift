@@ -31,6 +31,7 @@ struct StartPathHelperTests {
         #expect(LibraryStamp.of(list: String(repeating: "/x", count: 5000)) == nil)  // longer than PATH_MAX
         #expect(LibraryStamp.of(paths + [directory + "/missing.so"]) == nil)
         #expect(LibraryStamp.of([]) == nil)
+        #expect(LibraryStamp.of([directory + "/a.so," + directory + "/b.so"]) == nil)  // one path with a comma is not two
     }
 
     @Test func slotRecordKeepsItsLibraryListAsTheManifestHasIt() throws {
@@ -93,6 +94,7 @@ struct StartPathHelperTests {
         }
         // Only the first line of a key is checked, as only the first counts.
         #expect((try? Manifest.parse(Array((manifest + "trial.tries=4\ntrial.tries=x\n").utf8), path: "manifest")) != nil)
+        #expect((try? Manifest.parse(Array((manifest + "trial.tries=x\ntrial.tries=4\n").utf8), path: "manifest")) == nil)
         // A key of a setting's length that is not one is an ordinary setting.
         #expect((try? Manifest.parse(Array((manifest + "trial.xxxxx=many\n").utf8), path: "manifest")) != nil)
     }

@@ -5,9 +5,11 @@ import Glibc
 /// A short stamp of the libraries a slot links: FNV-1a over each one's path and
 /// fingerprint. Any change to any of them (a toolchain update, a replaced file) changes it.
 public enum LibraryStamp {
-    /// The stamp of `paths`, or nil when one is missing (then nothing is assumed).
+    /// The stamp of `paths`, or nil when one is missing (then nothing is assumed), or has a
+    /// comma (the manifest's list could not name it either).
     public static func of(_ paths: [String]) -> String? {
-        of(list: paths.joined(separator: ","))
+        guard !paths.contains(where: { $0.utf8.contains(0x2C) }) else { return nil }
+        return of(list: paths.joined(separator: ","))
     }
 
     /// The stamp of a comma-separated list of paths, as the manifest keeps it (no String is

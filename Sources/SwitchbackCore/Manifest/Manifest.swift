@@ -142,10 +142,6 @@ public struct Manifest: Sendable, Equatable {
         }
     }
 
-    static func matches(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
-        bytes.count == name.utf8CodeUnitCount && memcmp(bytes.baseAddress!, name.utf8Start, bytes.count) == 0
-    }
-
     /// One slot's lines as the parse finds them (the first of each key counts): their indices.
     struct SlotLines {
         var version, build, abi, size, sha256, needed: Int?

@@ -57,9 +57,7 @@ public struct KeyValueText: Sendable, Equatable {
 
     /// Whether pair `index`'s key is `name`.
     public func key(at index: Int, is name: StaticString) -> Bool {
-        withKeyBytes(at: index) { key in
-            key.count == name.utf8CodeUnitCount && memcmp(key.baseAddress!, name.utf8Start, key.count) == 0
-        }
+        withKeyBytes(at: index) { matches($0, name) }
     }
 
     /// The index of the first pair whose key is `key` (among the pairs `within`, if given).
@@ -172,4 +170,10 @@ public struct KeyValueText: Sendable, Equatable {
         }
         return String(out)
     }
+}
+
+/// Whether `bytes` are `name`'s, lengths first: the byte-level lookups of the start path
+/// (keys, manifest fields) compare against literals without making a String.
+func matches(_ bytes: UnsafeBufferPointer<UInt8>, _ name: StaticString) -> Bool {
+    bytes.count == name.utf8CodeUnitCount && (bytes.isEmpty || memcmp(bytes.baseAddress!, name.utf8Start, bytes.count) == 0)
 }
