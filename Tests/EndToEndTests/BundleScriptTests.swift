@@ -27,6 +27,58 @@ import Testing
         #expect(!ldd.stdout.contains("libFoundation"), "\(ldd.stdout)")
     }
 
+    /// Every shipped program and slot names each library it loads by absolute path, so nothing
+    /// is searched for at a start; a slot's manifest `needed` list is exactly those names.
+    @Test func everyShippedFileNamesItsLibrariesByPath() throws {
+        for file in ["bin/launcher", "bin/rollbackctl", "bin/rollbackctl-remote", "slots/current/libAppCore.so", "slots/previous/libAppCore.so"] {
+            let path = TestBundle.source + "/" + file
+            let dynamic = try shell("readelf", "-d", "-W", path)
+            #expect(dynamic.status == 0)
+            let needed = dynamic.stdout.split(separator: "\n").filter { $0.contains("(NEEDED)") }.compactMap { line in
+                line.split(separator: "[").last?.split(separator: "]").first.map(String.init)
+            }
+            #expect(needed.contains { $0.hasSuffix("/libswiftCore.so") }, "\(file): \(needed)")
+            for name in needed where !name.hasPrefix("ld-linux") {
+                #expect(name.hasPrefix("/") && FileManager.default.fileExists(atPath: name), "\(file) names \(name)")
+            }
+            let ldd = try shell("ldd", path)
+            #expect(ldd.status == 0)
+            #expect(!ldd.stdout.contains("=>"), "\(file) still searches:\n\(ldd.stdout)")
+            if file.hasPrefix("slots/") {
+                let slot = file.split(separator: "/")[1]
+                let manifest = try String(contentsOfFile: TestBundle.source + "/manifest", encoding: .utf8)
+                let listed = manifest.split(separator: "\n").first { $0.hasPrefix("\(slot).needed=") }?.dropFirst("\(slot).needed=".count)
+                #expect(listed.map(String.init) == needed.filter { $0.hasPrefix("/") }.joined(separator: ","), "\(slot)")
+            }
+        }
+    }
+
+    /// Without patchelf, and not root to install it, the bundle command stops before it builds
+    /// anything and says what to install. (Run as nobody, with a PATH of the few programs the
+    /// command runs before that check.)
+    @Test func withoutPatchelfTheBundleSaysWhatToInstall() throws {
+        let directory = try makeTemporaryDirectory()
+        for path in [directory, directory + "/bin", directory + "/app"] {
+            try shell("mkdir", "-p", "-m", "755", path)
+            try shell("chmod", "755", path)
+        }
+        try "// swift-tools-version:6.0\nimport PackageDescription\nlet package = Package(name: \"Notes\")\n"
+            .write(toFile: directory + "/app/Package.swift", atomically: true, encoding: .utf8)
+        try "1.0.0\n".write(toFile: directory + "/app/VERSION", atomically: true, encoding: .utf8)
+        for tool in ["bash", "dirname", "cat", "tr", "id"] {
+            try shell("ln", "-s", try shell("sh", "-c", "command -v \(tool)").stdout.trimmingCharacters(in: .whitespacesAndNewlines), directory + "/bin/" + tool)
+        }
+        let result = try runProcess("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "PATH=" + directory + "/bin",
+                                                         Self.repository + "/scripts/bundle", "--package", directory + "/app", "--product", "Notes", "--out", directory + "/dist"])
+        #expect(result.status == 1)
+        #expect(result.stderr == """
+            ensure-packages: patchelf missing and this is not root; run: sudo apt-get install -y patchelf
+            Error: the bundle needs patchelf (see above); install it, then retry.
+
+            """)
+        #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
+    }
+
     /// Shipped slots are stripped and reproducible: the debug files stay beside them.
     @Test func shippedSlotsCarryNoDebugInformation() throws {
         for slot in ["current", "previous"] {

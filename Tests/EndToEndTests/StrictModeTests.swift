@@ -29,6 +29,28 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: marker), "the attacker's constructor ran")
     }
 
+    /// The launcher and its slot name every library they load by path (scripts/lib/name-libraries),
+    /// so what loads is what the library stamp checked: a library planted under one of their
+    /// names in LD_LIBRARY_PATH, which the dynamic loader would search before any run path, is
+    /// never loaded, and neither is it by `rollbackctl`.
+    @Test func aLibraryPlantedInTheSearchPathUnderALoadedNameIsNeverLoaded() throws {
+        let t = try TestBundle()
+        let marker = t.directory + "/attacker-ran"
+        let planted = t.directory + "/planted"
+        try FileManager.default.createDirectory(atPath: planted, withIntermediateDirectories: false)
+        // The launcher's own runtime, two the slot alone loads, and one only a library of it loads.
+        for name in ["libswiftCore.so", "libswift_Concurrency.so", "libFoundationEssentials.so", "libswift_Builtin_float.so"] {
+            try compileAttackerLibrary(at: planted + "/" + name, marker: marker)
+        }
+
+        let result = try t.launcher(environment: ["LD_LIBRARY_PATH": planted])
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.hasPrefix(t.greeting(.current)), "\(result)")
+        let status = try t.rollbackctl("status", environment: ["LD_LIBRARY_PATH": planted])
+        #expect(status.status == 0, "\(status)")
+        #expect(!FileManager.default.fileExists(atPath: marker), "a planted library's constructor ran")
+    }
+
     @Test func aLibraryTheManifestNamesInAWritableDirectoryIsNeverLoaded() throws {
         let t = try TestBundle()
         let marker = t.directory + "/attacker-ran"
