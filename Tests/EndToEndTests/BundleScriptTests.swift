@@ -28,7 +28,8 @@ import Testing
     }
 
     /// Every shipped program and slot names each library it loads by absolute path, so nothing
-    /// is searched for at a start; a slot's manifest `needed` list is exactly those names.
+    /// is searched for at a start; a slot's manifest `needed` list is exactly those names, each
+    /// after the libraries it needs (the order the launcher opens them in).
     @Test func everyShippedFileNamesItsLibrariesByPath() throws {
         for file in ["bin/launcher", "bin/rollbackctl", "bin/rollbackctl-remote", "slots/current/libAppCore.so", "slots/previous/libAppCore.so"] {
             let path = TestBundle.source + "/" + file
@@ -48,7 +49,12 @@ import Testing
                 let slot = file.split(separator: "/")[1]
                 let manifest = try String(contentsOfFile: TestBundle.source + "/manifest", encoding: .utf8)
                 let listed = manifest.split(separator: "\n").first { $0.hasPrefix("\(slot).needed=") }?.dropFirst("\(slot).needed=".count)
-                #expect(listed.map(String.init) == needed.filter { $0.hasPrefix("/") }.joined(separator: ","), "\(slot)")
+                let libraries = listed.map { $0.split(separator: ",").map(String.init) } ?? []
+                #expect(libraries.sorted() == needed.filter { $0.hasPrefix("/") }.sorted(), "\(slot)")
+                // The order the launcher opens them in: each after the libraries it needs.
+                let order = libraries.map { ($0 as NSString).lastPathComponent }
+                #expect(order.firstIndex(of: "libswiftCore.so")! < order.firstIndex(of: "libswift_Concurrency.so")!, "\(order)")
+                #expect(order.firstIndex(of: "libc.so.6")! < order.firstIndex(of: "libswiftCore.so")!, "\(order)")
             }
         }
     }
