@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "switchback_system.h"
 
+#include <dlfcn.h>
 #include <spawn.h>
 #include <sys/random.h>
 
@@ -16,4 +17,10 @@ unsigned long long switchback_random64(void) {
     unsigned long long value = 0;
     if (getrandom(&value, sizeof value, 0) != (ssize_t)sizeof value) value ^= (unsigned long long)getpid() << 32;
     return value;
+}
+
+const char *switchback_libc_path(void) {
+    Dl_info info;
+    if (dladdr((void *)getpid, &info) == 0) return NULL;
+    return info.dli_fname;
 }

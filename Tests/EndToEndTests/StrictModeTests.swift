@@ -32,14 +32,16 @@ import Testing
     /// The launcher and its slot name every library they load by path (scripts/lib/name-libraries),
     /// so what loads is what the library stamp checked: a library planted under one of their
     /// names in LD_LIBRARY_PATH, which the dynamic loader would search before any run path, is
-    /// never loaded, and neither is it by `rollbackctl`.
+    /// never loaded, and neither is it by `rollbackctl`. Nor is a planted libcrypto, which
+    /// hashes the slot: it is opened from the C library's directory by path.
     @Test func aLibraryPlantedInTheSearchPathUnderALoadedNameIsNeverLoaded() throws {
         let t = try TestBundle()
         let marker = t.directory + "/attacker-ran"
         let planted = t.directory + "/planted"
         try FileManager.default.createDirectory(atPath: planted, withIntermediateDirectories: false)
-        // The launcher's own runtime, two the slot alone loads, and one only a library of it loads.
-        for name in ["libswiftCore.so", "libswift_Concurrency.so", "libFoundationEssentials.so", "libswift_Builtin_float.so"] {
+        // The launcher's own runtime, two the slot alone loads, one only a library of it loads,
+        // and the libcrypto the first start hashes the slot with.
+        for name in ["libswiftCore.so", "libswift_Concurrency.so", "libFoundationEssentials.so", "libswift_Builtin_float.so", "libcrypto.so.3"] {
             try compileAttackerLibrary(at: planted + "/" + name, marker: marker)
         }
 

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackSystem
 
 /// SHA-256 from the system's OpenSSL libcrypto, opened with `dlopen` on first use rather
 /// than linked: linking it costs about 2 ms at every start, and the launcher hashes a slot
@@ -12,6 +13,14 @@ public enum SHA256 {
     private typealias Initialise = @convention(c) (OpaquePointer?, OpaquePointer?, OpaquePointer?) -> Int32
     private typealias Update = @convention(c) (OpaquePointer?, UnsafeRawPointer?, Int) -> Int32
     private typealias Finalise = @convention(c) (OpaquePointer?, UnsafeMutablePointer<UInt8>?, UnsafeMutablePointer<UInt32>?) -> Int32
+
+    /// The system's libcrypto by its path: `libcrypto.so.3` in the directory the C library was
+    /// loaded from. Opened by name, the dynamic loader would search `LD_LIBRARY_PATH` and the
+    /// run paths for it, and this hash is what a slot is trusted by (docs/design.md).
+    static func libcryptoPath() -> String {
+        guard let libc = switchback_libc_path(), libc.pointee == 0x2F else { return "libcrypto.so.3" }
+        return FileSystem.parentDirectory(of: String(cString: libc)) + "/libcrypto.so.3"
+    }
 
     /// The lowercase hex SHA-256 of the file at `path`, read in 256 KiB chunks.
     public static func hexDigest(ofFile path: String) throws(SwitchbackError) -> String {
@@ -25,8 +34,9 @@ public enum SHA256 {
     /// offset is left alone); `path` names it in errors.
     public static func hexDigest(ofDescriptor fd: Int32, path: String) throws(SwitchbackError) -> String {
         let library: DynamicLibrary
-        do { library = try DynamicLibrary.open(at: "libcrypto.so.3") } catch {
-            throw SwitchbackError(.cryptoUnavailable, "Cannot load the system's libcrypto.so.3 to hash \(path): \(error.message) Install OpenSSL 3 (libssl3).", path: path)
+        let crypto = libcryptoPath()
+        do { library = try DynamicLibrary.open(at: crypto) } catch {
+            throw SwitchbackError(.cryptoUnavailable, "Cannot load the system's libcrypto.so.3 (\(crypto)) to hash \(path): \(error.message) Install OpenSSL 3 (libssl3).", path: path)
         }
         guard let new = library.symbol(named: "EVP_MD_CTX_new", as: NewContext.self),
               let free = library.symbol(named: "EVP_MD_CTX_free", as: FreeContext.self),

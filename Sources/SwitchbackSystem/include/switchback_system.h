@@ -23,6 +23,8 @@ int switchback_pipe_cloexec(int fds[2]);
 int switchback_spawn_close_from(posix_spawn_file_actions_t *actions, int from);
 /// 64 random bits from getrandom(2).
 unsigned long long switchback_random64(void);
+/// The path the C library was loaded from (dladdr(3) of one of its functions), or NULL.
+const char *switchback_libc_path(void);
 
 /// Wraps prctl(PR_SET_PDEATHSIG): the kernel sends `signal` to this process when its parent dies.
 static inline int switchback_set_parent_death_signal(int signal) {
