@@ -61,12 +61,17 @@ import Testing
 
     /// Without patchelf, and not root to install it, the bundle command stops before it builds
     /// anything and says what to install. (Run as nobody, with a PATH of the few programs the
-    /// command runs before that check.)
+    /// command runs before that check, on a copy of the two scripts nobody can read wherever
+    /// this checkout is.)
     @Test func withoutPatchelfTheBundleSaysWhatToInstall() throws {
         let directory = try makeTemporaryDirectory()
-        for path in [directory, directory + "/bin", directory + "/app"] {
+        for path in [directory, directory + "/bin", directory + "/app", directory + "/switchback/scripts/lib"] {
             try shell("mkdir", "-p", "-m", "755", path)
             try shell("chmod", "755", path)
+        }
+        try shell("chmod", "755", directory + "/switchback")
+        for script in ["bundle", "lib/ensure-packages"] {
+            try shell("install", "-m", "755", Self.repository + "/scripts/" + script, directory + "/switchback/scripts/" + script)
         }
         try "// swift-tools-version:6.0\nimport PackageDescription\nlet package = Package(name: \"Notes\")\n"
             .write(toFile: directory + "/app/Package.swift", atomically: true, encoding: .utf8)
@@ -75,7 +80,7 @@ import Testing
             try shell("ln", "-s", try shell("sh", "-c", "command -v \(tool)").stdout.trimmingCharacters(in: .whitespacesAndNewlines), directory + "/bin/" + tool)
         }
         let result = try runProcess("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "PATH=" + directory + "/bin",
-                                                         Self.repository + "/scripts/bundle", "--package", directory + "/app", "--product", "Notes", "--out", directory + "/dist"])
+                                                         directory + "/switchback/scripts/bundle", "--package", directory + "/app", "--product", "Notes", "--out", directory + "/dist"])
         #expect(result.status == 1)
         #expect(result.stderr == """
             ensure-packages: patchelf missing and this is not root; run: sudo apt-get install -y patchelf
