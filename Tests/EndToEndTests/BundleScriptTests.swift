@@ -90,6 +90,23 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
     }
 
+    /// A file that links a library this machine does not have is refused, the library named,
+    /// and left as it was.
+    @Test func namingLibrariesRefusesOneThatIsMissing() throws {
+        let directory = try makeTemporaryDirectory()
+        try "int helper(void) { return 1; }\n".write(toFile: directory + "/helper.c", atomically: true, encoding: .utf8)
+        try "int helper(void); int user(void) { return helper(); }\n".write(toFile: directory + "/user.c", atomically: true, encoding: .utf8)
+        try shell("cc", "-shared", "-fPIC", "-o", directory + "/libhelper.so", directory + "/helper.c")
+        try shell("cc", "-shared", "-fPIC", "-o", directory + "/libuser.so", directory + "/user.c", "-L" + directory, "-lhelper")
+        try shell("rm", directory + "/libhelper.so")
+        let before = try Data(contentsOf: URL(fileURLWithPath: directory + "/libuser.so"))
+
+        let result = try runProcess(Self.repository + "/scripts/lib/name-libraries", [directory + "/libuser.so"])
+        #expect(result.status == 1)
+        #expect(result.stderr == "name-libraries: \(directory)/libuser.so links a library this machine does not have (libhelper.so => not found).\n")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/libuser.so")) == before)
+    }
+
     /// Shipped slots are stripped and reproducible: the debug files stay beside them.
     @Test func shippedSlotsCarryNoDebugInformation() throws {
         for slot in ["current", "previous"] {
