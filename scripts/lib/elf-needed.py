@@ -103,7 +103,7 @@ def load_order(path):
         if state.get(library) == "done":
             return
         if state.get(library) == "visiting":
-            return  # a cycle: either order searches nothing the other has not loaded
+            return  # a cycle (none among the toolchain's): the first opened finds the other by search
         state[library] = "visiting"
         for name in needs[library]:
             dependency = name if name in needs else by_name.get(name)

@@ -16,7 +16,8 @@ public enum SHA256 {
 
     /// The system's libcrypto by its path: `libcrypto.so.3` in the directory the C library was
     /// loaded from. Opened by name, the dynamic loader would search `LD_LIBRARY_PATH` and the
-    /// run paths for it, and this hash is what a slot is trusted by (docs/design.md).
+    /// run paths for it, and this hash is what a slot is trusted by (docs/design.md). By name
+    /// only when the C library's path is not absolute (found through a relative search path).
     static func libcryptoPath() -> String {
         guard let libc = switchback_libc_path(), libc.pointee == 0x2F else { return "libcrypto.so.3" }
         return FileSystem.parentDirectory(of: String(cString: libc)) + "/libcrypto.so.3"
