@@ -43,7 +43,10 @@ let package = Package(
         // systemd's sd_notify protocol without libsystemd (READY=1, EXTEND_TIMEOUT_USEC=, WATCHDOG=1),
         // Glibc only: the SDK and AppVersions tell systemd, or the supervisor, how a start goes.
         .target(name: "SystemdNotify"),
-        .executableTarget(name: "switchback-bundle"),
+        // The bundler (docs/deploying.md): builds, plans libraries, assembles and checks a
+        // self-contained bundle; the command and the tests share it.
+        .target(name: "SwitchbackBundler", dependencies: ["SwitchbackCore"]),
+        .executableTarget(name: "switchback-bundle", dependencies: ["SwitchbackBundler"]),
         // State, manifest, decision and loading: no Foundation, so the launcher stays thin.
         // Wrappers of the C calls Swift cannot make (prctl, the wait(2) macros).
         .target(name: "SwitchbackSystem"),
@@ -88,7 +91,7 @@ let package = Package(
         .target(name: "SwitchbackFuzzing", dependencies: ["SwitchbackCore", "SwitchbackRemote", "SwitchbackCrypto", "AppVersions"]),
         .executableTarget(name: "switchback-fuzz", dependencies: ["SwitchbackFuzzing"]),
         .testTarget(name: "SwitchbackFuzzingTests", dependencies: ["SwitchbackFuzzing", "SwitchbackCore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore", "SwitchbackBundler"]),
         .testTarget(name: "SwitchbackCryptoTests", dependencies: ["SwitchbackCrypto"]),
         .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto"],
                     exclude: ["Fixtures"]),

@@ -1,41 +1,44 @@
-// `swift run switchback-bundle [options]`, from an app's package: builds the app's bundle with
-// Switchback's scripts/bundle, passing the package it runs in (`--package .`).
-// `swift run switchback-bundle pin-previous REV`: pins PreviousVersion/ to the release REV
-// with scripts/pin-previous, the release routine's step (docs/adopting.md).
-//
-// Why an executable product and not a command plugin: `swift run` releases the build lock
-// before it executes the tool, which then runs `swift build` itself (twice: current and
-// previous slot); a plugin runs inside `swift package`, holding that lock, and needs
-// `--allow-writing-to-package-directory` on every run. The script is found beside this
-// source file, in the Switchback checkout the tool was built from.
-#if canImport(Glibc)
-import Glibc
-#endif
+// `switchback-bundle [options]`: builds an app's self-contained bundle (SwitchbackBundler).
+// `swift run switchback-bundle` in an app's package; scripts/bundle in this repository.
+// `switchback-bundle pin-previous REV`: pins PreviousVersion/ with scripts/pin-previous.
+import Foundation
+import SwitchbackBundler
 
-let source = "\(#filePath)"
-let root = source.components(droppingLast: 3)
-let pinning = CommandLine.arguments.dropFirst().first == "pin-previous"
-let script = root + (pinning ? "/scripts/pin-previous" : "/scripts/bundle")
-guard access(script, X_OK) == 0 else {
-    var message = "Error: cannot find Switchback's script at \(script); build switchback-bundle from a Switchback checkout.\n"
-    _ = message.withUTF8 { write(2, $0.baseAddress, $0.count) }
-    exit(1)
+func fail(_ message: String, code: Int32) -> Never {
+    FileHandle.standardError.write(Data("Error: \(message)\n".utf8))
+    if code == 64 { FileHandle.standardError.write(Data("See 'switchback-bundle --help'.\n".utf8)) }
+    exit(code)
 }
-let arguments = [script, "--package", "."] + CommandLine.arguments.dropFirst(pinning ? 2 : 1)
-var cArguments = arguments.map { strdup($0) } + [nil]
-execv(script, &cArguments)
-var message = "Error: cannot run \(script): \(String(cString: strerror(errno))).\n"
-_ = message.withUTF8 { write(2, $0.baseAddress, $0.count) }
-exit(1)
 
-extension String {
-    /// The path without its last `count` components.
-    func components(droppingLast count: Int) -> String {
-        var path = Substring(self)
-        for _ in 0..<count {
-            guard let slash = path.lastIndex(of: "/") else { return "." }
-            path = path[..<slash]
-        }
-        return String(path)
+// The Switchback checkout this tool was built from: three levels above this file.
+let switchbackRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+var arguments = Array(CommandLine.arguments.dropFirst())
+if arguments.first == "pin-previous" {
+    let script = switchbackRoot + "/scripts/pin-previous"
+    let argv = [script, "--package", "."] + arguments.dropFirst()
+    var cArguments = argv.map { strdup($0) } + [nil]
+    execv(script, &cArguments)
+    fail("cannot run \(script): \(String(cString: strerror(errno))).", code: 1)
+}
+do {
+    let options = try BundleOptions.parse(arguments)
+    if options.help {
+        print(BundleOptions.helpText, terminator: "")
+        exit(0)
     }
+    let bundler = Bundler(options: options, switchbackRoot: ProcessInfo.processInfo.environment["SWITCHBACK_ROOT"] ?? switchbackRoot) {
+        FileHandle.standardError.write(Data("bundle: \($0)\n".utf8))
+    }
+    let result = try bundler.run()
+    let megabytes = String(format: "%.1f", Double(result.size) / 1_000_000)
+    FileHandle.standardError.write(Data("bundle: wrote \(result.out) (\(result.currentVersion) current, \(result.previousVersion) previous; \(megabytes) MB without debug/)\n".utf8))
+    if !result.hostLibraries.isEmpty {
+        let listed = result.hostLibraries.map { "\($0.name) (\($0.package))" }.joined(separator: ", ")
+        FileHandle.standardError.write(Data("bundle: the host provides \(listed)\n".utf8))
+    }
+    if let tarball = options.tarball {
+        print("\(tarball): manifest sha256 \(result.manifestSHA256)")
+    }
+} catch {
+    fail(error.message, code: error.exitCode)
 }

@@ -42,7 +42,12 @@ public final class SlotFile: Sendable, Equatable {
     /// opened: the directories and links on the way, and the file itself, by the strict
     /// rules. Returns those that exist; throws `.insecurePermissions` for the first that
     /// another user could change, or one that is not an absolute path.
-    static func checkLibraries(_ paths: [String], neededBy slot: String) throws(SwitchbackError) -> [String] {
+    ///
+    /// A library of the bundle's own `lib/` that the manifest records (`bundled`, given the
+    /// library's file name) must also match that record's size and SHA-256, like a slot:
+    /// a modified runtime library is never loaded. Throws `.libraryMismatch` naming it.
+    static func checkLibraries(_ paths: [String], neededBy slot: String,
+                               bundled: (String) -> (size: Int64, sha256: String)? = { _ in nil }) throws(SwitchbackError) -> [String] {
         // Most libraries share one or two directories: each directory is walked once.
         var directories: [String: String?] = [:]
         var present: [String] = []
@@ -64,6 +69,9 @@ public final class SlotFile: Sendable, Equatable {
                 throw SwitchbackError(.insecurePermissions, "The \(what) \(resolved) is not a regular file; refusing to load it: reinstall it or rebuild the bundle with scripts/bundle.", path: path)
             }
             try StrictModes.checkOwnerAndMode(info, path: resolved, what: what)
+            if let record = bundled(lastComponent(of: path)) {
+                try checkBundledLibrary(resolved, listedAs: path, info: info, record: record, neededBy: slot)
+            }
             present.append(path)
         }
         return present
@@ -89,6 +97,20 @@ public final class SlotFile: Sendable, Equatable {
             return (resolved, final)
         }
         throw SwitchbackError(.insecurePermissions, "The \(what) \(directory)/\(name) goes through more than \(StrictModes.maximumLinks) symbolic links; refusing to follow them: point to the file directly.", path: path)
+    }
+
+    /// Checks a bundled library's size and SHA-256 against its manifest record.
+    private static func checkBundledLibrary(_ path: String, listedAs listed: String, info: stat,
+                                            record: (size: Int64, sha256: String), neededBy slot: String) throws(SwitchbackError) {
+        func mismatch(_ what: String) -> SwitchbackError {
+            SwitchbackError(.libraryMismatch, "The bundled library \(listed), which the \(slot) needs, \(what); refusing to load it: rebuild the bundle with scripts/bundle.", path: listed)
+        }
+        if Int64(info.st_size) != record.size {
+            throw mismatch("has \(info.st_size) bytes where the manifest records \(record.size)")
+        }
+        if try SHA256.hexDigest(ofFile: path) != record.sha256 {
+            throw mismatch("does not match the manifest's SHA-256 (it was modified after bundling)")
+        }
     }
 
     private static func lastComponent(of path: String) -> String {

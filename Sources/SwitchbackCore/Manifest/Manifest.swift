@@ -29,6 +29,22 @@ public struct Manifest: Sendable, Equatable {
             set { neededList = newValue.joined(separator: ",") }
         }
 
+        /// Makes the `needed` list's bundle-relative entries (`lib/libswiftCore.so`, what
+        /// a self-contained bundle lists) absolute, under `bundleRoot`: the launcher opens,
+        /// checks and stamps its libraries by absolute path, so the bundle works wherever it
+        /// was moved.
+        mutating func resolveLibraries(in bundleRoot: String) {
+            guard let first = neededList.utf8.first, first != 0x2F else { return }
+            var resolved = ""
+            resolved.reserveCapacity(neededList.utf8.count + 16 * (bundleRoot.utf8.count + 1))
+            for entry in neededList.utf8.split(separator: 0x2C) where !entry.isEmpty {
+                if !resolved.isEmpty { resolved += "," }
+                if entry.first != 0x2F { resolved += bundleRoot + "/" }
+                resolved += String(Substring(entry))
+            }
+            neededList = resolved
+        }
+
         public init(version: String, build: String, abiStamp: String, size: Int64, sha256: String, needed: [String] = []) {
             self.init(version: version, build: build, abiStamp: abiStamp, size: size, sha256: sha256, neededList: needed.joined(separator: ","))
         }
@@ -76,7 +92,10 @@ public struct Manifest: Sendable, Equatable {
         guard let bytes else {
             throw SwitchbackError(.manifestMissing, "The bundle has no manifest at \(path); rebuild it with scripts/bundle.", path: path)
         }
-        return try parse(bytes, path: path)
+        var manifest = try parse(bytes, path: path)
+        manifest.current.resolveLibraries(in: bundleRoot)
+        manifest.previous.resolveLibraries(in: bundleRoot)
+        return manifest
     }
 
     /// Parses manifest text.
@@ -205,7 +224,16 @@ public struct Manifest: Sendable, Equatable {
 }
 
 extension Manifest {
-    /// The bundle's directory layout: `bin/`, `slots/<slot>/libAppCore.so`, `manifest`.
+    /// The size and SHA-256 the manifest records for the bundled library `name` (a file of
+    /// the bundle's `lib/`: `lib.<name>=<size>,<sha256>`), or nil when it records none.
+    public func bundledLibrary(named name: String) -> (size: Int64, sha256: String)? {
+        guard let value = settings["lib." + name], let comma = value.utf8.firstIndex(of: 0x2C),
+              let size = Int64(Substring(value.utf8[..<comma])) else { return nil }
+        let sha256 = String(Substring(value.utf8[value.utf8.index(after: comma)...]))
+        return SHA256.isHexDigest(sha256) ? (size, sha256) : nil
+    }
+
+    /// The bundle's directory layout: `bin/`, `lib/`, `slots/<slot>/libAppCore.so`, `manifest`.
     public static func slotPath(bundleRoot: String, slot: BuildSlot) -> String {
         bundleRoot + "/slots/" + slot.rawValue + "/libAppCore.so"
     }

@@ -24,6 +24,8 @@ public struct SwitchbackError: Error, CustomStringConvertible, Equatable, Sendab
         case slotLoadFailed
         case slotSymbolMissing
         case slotABIMismatch
+        /// A library the bundle carries (`lib/`) is not the file its manifest records.
+        case libraryMismatch
         case cryptoUnavailable
         case invalidArgument
         case lockFailed

@@ -1,0 +1,39 @@
+import Foundation
+
+/// A release tarball: the bundle's files at its root (`./bin`, `./lib`, `./slots`,
+/// `./manifest`), written and read with the system's `tar`.
+enum Archive {
+    static var tar: String { Command.find("tar") ?? "/bin/tar" }
+
+    /// Writes `bundle` as a gzip'ed tarball at `file` (through a temporary name: a reader
+    /// never sees half of one).
+    static func write(_ bundle: String, to file: String) throws(BundlerError) {
+        let temporary = file + ".tmp-\(getpid())"
+        let made = try Command(tar, ["--sort=name", "--owner=0", "--group=0", "--numeric-owner", "--mtime=@0",
+                                     "-czf", temporary, "-C", bundle, "."]).run()
+        guard made.status == 0 else {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw BundlerError(.output, "Writing the tarball \(file) failed: \(made.output.lastLines(3))", path: file)
+        }
+        guard rename(temporary, file) == 0 else {
+            throw BundlerError(.output, "Cannot move the tarball into place at \(file): \(String(cString: strerror(errno))).", path: file)
+        }
+    }
+
+    /// Unpacks `file` into a new `directory` and returns the bundle's root in it (the
+    /// directory holding `manifest`, at the top or one level down).
+    static func unpack(_ file: String, into directory: String) throws(BundlerError) -> String {
+        try? FileManager.default.removeItem(atPath: directory)
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let unpacked = try Command(tar, ["-x", "-f", file, "-C", directory, "--no-same-owner"]).run()
+        guard unpacked.status == 0 else {
+            throw BundlerError(.artifact, "Cannot unpack the previous release \(file): \(unpacked.output.lastLines(2).trimmingCharacters(in: .whitespacesAndNewlines)); pass the tarball switchback-bundle --tarball wrote, or its bundle directory.", path: file)
+        }
+        if FileManager.default.fileExists(atPath: directory + "/manifest") { return directory }
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for entry in entries where FileManager.default.fileExists(atPath: directory + "/" + entry + "/manifest") {
+            return directory + "/" + entry
+        }
+        throw BundlerError(.artifact, "The previous release \(file) holds no bundle manifest; pass the tarball switchback-bundle --tarball wrote, or its bundle directory.", path: file)
+    }
+}

@@ -1,0 +1,88 @@
+import Foundation
+import SwitchbackCore
+
+/// Puts the bundle's files together in a staging directory: programs, slots (stripped, with
+/// their debug copies in `debug/`), and the libraries of a `LibraryPlan` in `lib/`.
+struct Assembler {
+    var stage: String
+    var toolchain: Toolchain
+
+    func prepare() throws(BundlerError) {
+        try? FileManager.default.removeItem(atPath: stage)
+        for directory in ["bin", "lib", "slots/current", "slots/previous", "debug/current", "debug/previous"] {
+            do {
+                try FileManager.default.createDirectory(atPath: stage + "/" + directory, withIntermediateDirectories: true,
+                                                        attributes: [.posixPermissions: 0o755])
+            } catch {
+                throw BundlerError(.output, "Cannot create \(stage)/\(directory): \(error.localizedDescription); check the output directory's permissions.", path: stage)
+            }
+        }
+        // The directories made along the way get the umask's mode: the launcher refuses a bundle
+        // another user could change, so every directory is 0755 whatever the umask.
+        for directory in ["", "slots", "debug"] { chmod(stage + "/" + directory, 0o755) }
+    }
+
+    /// Copies `source` to `relative` in the stage with `mode`.
+    func install(_ source: String, as relative: String, mode: mode_t) throws(BundlerError) {
+        let target = stage + "/" + relative
+        do { try FileManager.default.copyItem(atPath: source, toPath: target) } catch {
+            throw BundlerError(.output, "Cannot copy \(source) into the bundle: \(error.localizedDescription).", path: source)
+        }
+        chmod(target, mode)
+    }
+
+    /// Installs a built slot: the full file in `debug/`, a copy without debug information or
+    /// the module hash in `slots/` (with `llvm-objcopy`, from the toolchain; only
+    /// non-allocated sections and `.swift_modhash` go, so RELRO and the rest stay as linked).
+    func installSlot(built: String, slot: String, strip: Bool) throws(BundlerError) {
+        try install(built, as: "debug/\(slot)/libAppCore.so.debug", mode: 0o644)
+        let target = "slots/\(slot)/libAppCore.so"
+        guard strip else { return try install(built, as: target, mode: 0o644) }
+        let stripped = try Command(toolchain.objcopy, ["--strip-all", "--remove-section=.swift_modhash", built, stage + "/" + target]).run()
+        guard stripped.status == 0 else {
+            throw BundlerError(.tool, "llvm-objcopy could not strip the \(slot) slot: \(stripped.output.lastLines(3))", path: built)
+        }
+        chmod(stage + "/" + target, 0o644)
+    }
+
+    /// Copies the plan's libraries into `lib/`; returns each one's name, size and SHA-256.
+    func installLibraries(_ plan: LibraryPlan) throws(BundlerError) -> [(name: String, size: Int64, sha256: String)] {
+        var records: [(name: String, size: Int64, sha256: String)] = []
+        for library in plan.bundled {
+            let relative = "lib/" + library.name
+            // Copy the file a link points to, never the link (the bundle must stand alone).
+            let source = URL(fileURLWithPath: library.source).resolvingSymlinksInPath().path
+            try install(source, as: relative, mode: 0o644)
+            let digest: String
+            do { digest = try SHA256.hexDigest(ofFile: stage + "/" + relative) } catch { throw BundlerError(.output, error.message) }
+            records.append((library.name, size(of: relative), digest))
+        }
+        return records
+    }
+
+    func write(_ bytes: [UInt8], as relative: String) throws(BundlerError) {
+        let path = stage + "/" + relative
+        guard FileManager.default.createFile(atPath: path, contents: Data(bytes), attributes: [.posixPermissions: 0o644]) else {
+            throw BundlerError(.output, "Cannot write \(path).", path: path)
+        }
+        chmod(path, 0o644)
+    }
+
+    func size(of relative: String) -> Int64 {
+        ((try? FileManager.default.attributesOfItem(atPath: stage + "/" + relative))?[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
+    /// The bytes of every regular file under `root`, but for the top-level directories `excluding`.
+    static func totalSize(of root: String, excluding: Set<String>) -> Int64 {
+        var total: Int64 = 0
+        guard let walker = FileManager.default.enumerator(atPath: root) else { return 0 }
+        while let relative = walker.nextObject() as? String {
+            if let first = relative.split(separator: "/").first, excluding.contains(String(first)) { continue }
+            let attributes = try? FileManager.default.attributesOfItem(atPath: root + "/" + relative)
+            if attributes?[.type] as? FileAttributeType == .typeRegular {
+                total += (attributes?[.size] as? NSNumber)?.int64Value ?? 0
+            }
+        }
+        return total
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+
+/// One `swift build -c release` of a product, with the flags every shipped file gets:
+///
+/// - **Self-contained**: no run path into the toolchain (`-no-toolchain-stdlib-rpath`) and
+///   none to the build directory (`--disable-local-rpath`); programs search `$ORIGIN/../lib`,
+///   the bundle's own copy of the runtime. A slot searches nothing: the launcher opens its
+///   libraries by path, from the manifest, before the slot itself.
+/// - **Hardened by the linker**, not repaired afterwards: full RELRO (`-z relro -z now`);
+///   the toolchain already gives PIE and a non-executable stack.
+/// - **Reproducible**: source and scratch paths mapped to fixed names, no build id, and a
+///   fixed soname for a slot, so one commit gives the same shipped bytes wherever it is
+///   built (a rollback and a health verdict name a build by its SHA-256).
+struct SwiftBuild {
+    var toolchain: Toolchain
+    var package: String
+    var scratch: String
+    var product: String
+    /// Paths mapped to fixed names in debug information and `#file` (source, scratch, ...).
+    var pathMaps: [(from: String, to: String)] = []
+    var environment: [String: String] = [:]
+    var extraFlags: [String] = []
+    var isProgram = true
+    var forcesResolvedVersions = false
+
+    var arguments: [String] {
+        var flags = ["build", "-c", "release", "--product", product, "--package-path", package, "--scratch-path", scratch,
+                     "--disable-local-rpath", "-Xswiftc", "-no-toolchain-stdlib-rpath",
+                     "-Xlinker", "-z", "-Xlinker", "relro", "-Xlinker", "-z", "-Xlinker", "now",
+                     "-Xlinker", "--build-id=none"]
+        if forcesResolvedVersions { flags.append("--force-resolved-versions") }
+        for (from, to) in pathMaps {
+            flags += ["-Xswiftc", "-file-prefix-map", "-Xswiftc", "\(from)=\(to)", "-Xcc", "-ffile-prefix-map=\(from)=\(to)"]
+        }
+        if isProgram {
+            flags += ["-Xlinker", "-rpath", "-Xlinker", "$ORIGIN/../lib"]
+        } else {
+            flags += ["-Xlinker", "-soname", "-Xlinker", "libAppCore.so"]
+        }
+        return flags + extraFlags
+    }
+
+    /// Builds, with the compiler's output in `log`; returns the binary directory. On failure
+    /// the error carries the log's last lines and its path.
+    func run(log: String, what: String) throws(BundlerError) -> String {
+        var environment = ProcessInfo.processInfo.environment
+        environment.merge(self.environment) { $1 }
+        let verbose = environment["SWITCHBACK_BUNDLE_VERBOSE"] == "1"
+        let result = try Command(toolchain.swift, arguments, environment: environment).run(logTo: verbose ? nil : log)
+        if verbose { FileHandle.standardError.write(Data(result.output.utf8)) }
+        guard result.status == 0 else {
+            let tail = (try? String(contentsOfFile: log, encoding: .utf8))?.lastLines(40) ?? result.output.lastLines(40)
+            FileHandle.standardError.write(Data((tail + "\n").utf8))
+            throw BundlerError(.build, "Building \(what) failed; the end of the compiler's output is above, all of it in \(log).", path: log)
+        }
+        let bin = try Command(toolchain.swift, arguments + ["--show-bin-path"], environment: environment)
+            .output { BundlerError(.build, "swift build --show-bin-path failed: \($0)") }
+        return bin.split(separator: "\n").last.map(String.init) ?? bin
+    }
+}

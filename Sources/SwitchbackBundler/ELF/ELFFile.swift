@@ -1,0 +1,152 @@
+import Foundation
+
+/// What the bundler reads of a 64-bit little-endian ELF file: its dynamic section (the
+/// libraries it needs, its search paths, its soname and binding flags), its program headers
+/// (RELRO, stack, type) and its defined dynamic symbols. Read from the bytes, without
+/// readelf; anything malformed throws `.elfInvalid` naming the file.
+public struct ELFFile: Sendable {
+    public var path: String
+    /// `DT_NEEDED`, in the file's order.
+    public var needed: [String] = []
+    public var soname: String?
+    /// `DT_RUNPATH` and `DT_RPATH`, as written (colon-separated lists).
+    public var runpath: String?
+    public var rpath: String?
+    /// `ET_DYN` with a `PT_INTERP`, or with `DF_1_PIE`: a position-independent executable.
+    public var isPIE = false
+    /// `ET_DYN`: a shared object or a position-independent executable.
+    public var isDynamic = false
+    /// `DF_BIND_NOW` in `DT_FLAGS`, or `DF_1_NOW` in `DT_FLAGS_1`.
+    public var bindsNow = false
+    public var hasRELRO = false
+    /// A `PT_GNU_STACK` without the execute flag.
+    public var hasNonExecutableStack = false
+    /// Symbols of `.dynsym` defined in this file (section index not `SHN_UNDEF`), the
+    /// null symbol excluded.
+    public var definedDynamicSymbols = 0
+
+    /// Reads the ELF file at `path`.
+    public init(path: String) throws(BundlerError) {
+        let data: Data
+        do { data = try Data(contentsOf: URL(fileURLWithPath: path), options: .alwaysMapped) } catch {
+            throw BundlerError(.elfInvalid, "Cannot read \(path): \(error); check that the build wrote it.", path: path)
+        }
+        try self.init(bytes: [UInt8](data), path: path)
+    }
+
+    /// Parses `bytes`; `path` names the file in errors.
+    public init(bytes: [UInt8], path: String) throws(BundlerError) {
+        self.path = path
+        let reader = Reader(bytes: bytes)
+        func invalid(_ what: String) -> BundlerError {
+            BundlerError(.elfInvalid, "\(path) is not a 64-bit little-endian ELF file the bundler can read (\(what)); rebuild it.", path: path)
+        }
+        guard bytes.count >= 64, bytes[0] == 0x7F, bytes[1] == 0x45, bytes[2] == 0x4C, bytes[3] == 0x46 else { throw invalid("no ELF magic") }
+        guard bytes[4] == 2, bytes[5] == 1 else { throw invalid("not ELFCLASS64/ELFDATA2LSB") }
+        guard let type = reader.u16(16), let phoff = reader.u64(32), let shoff = reader.u64(40),
+              let phentsize = reader.u16(54), let phnum = reader.u16(56),
+              let shentsize = reader.u16(58), let shnum = reader.u16(60) else { throw invalid("truncated header") }
+        isDynamic = type == 3
+
+        // Program headers: the loadable segments map addresses to offsets for the dynamic section.
+        var loads: [(vaddr: UInt64, offset: UInt64, size: UInt64)] = []
+        var dynamic: (offset: UInt64, size: UInt64)?
+        var hasInterpreter = false
+        for index in 0..<Int(phnum) {
+            let base = Int(phoff) + index * Int(phentsize)
+            guard let kind = reader.u32(base), let flags = reader.u32(base + 4), let offset = reader.u64(base + 8),
+                  let vaddr = reader.u64(base + 16), let filesz = reader.u64(base + 32) else { throw invalid("truncated program header") }
+            switch kind {
+            case 1: loads.append((vaddr, offset, filesz))
+            case 2: dynamic = (offset, filesz)
+            case 3: hasInterpreter = true
+            case 0x6474_E551: hasNonExecutableStack = flags & 1 == 0  // PT_GNU_STACK
+            case 0x6474_E552: hasRELRO = true  // PT_GNU_RELRO
+            default: break
+            }
+        }
+        func fileOffset(_ address: UInt64) -> Int? {
+            for load in loads where address >= load.vaddr && address < load.vaddr + load.size {
+                return Int(address - load.vaddr + load.offset)
+            }
+            return nil
+        }
+
+        if let dynamic {
+            var strtab: UInt64?, strsz: UInt64?, neededOffsets: [UInt64] = []
+            var sonameOffset: UInt64?, runpathOffset: UInt64?, rpathOffset: UInt64?
+            var entry = Int(dynamic.offset)
+            let end = Int(dynamic.offset + dynamic.size)
+            while entry + 16 <= end {
+                guard let tag = reader.u64(entry), let value = reader.u64(entry + 8) else { throw invalid("truncated dynamic section") }
+                switch tag {
+                case 0: entry = end; continue  // DT_NULL
+                case 1: neededOffsets.append(value)
+                case 5: strtab = value
+                case 10: strsz = value
+                case 14: sonameOffset = value
+                case 15: rpathOffset = value
+                case 29: runpathOffset = value
+                case 30: if value & 0x8 != 0 { bindsNow = true }  // DT_FLAGS: DF_BIND_NOW
+                case 0x6FFF_FFFB:  // DT_FLAGS_1
+                    if value & 0x1 != 0 { bindsNow = true }
+                    if value & 0x0800_0000 != 0 { isPIE = true }
+                default: break
+                }
+                entry += 16
+            }
+            guard let strtab, let table = fileOffset(strtab) else { throw invalid("no string table for the dynamic section") }
+            let limit = strsz.map { table + Int($0) } ?? bytes.count
+            func string(_ offset: UInt64) throws(BundlerError) -> String {
+                guard let text = reader.cString(table + Int(offset), limit: limit) else { throw invalid("a dynamic string out of range") }
+                return text
+            }
+            for offset in neededOffsets { needed.append(try string(offset)) }
+            soname = try sonameOffset.map { (offset) throws(BundlerError) in try string(offset) }
+            runpath = try runpathOffset.map { (offset) throws(BundlerError) in try string(offset) }
+            rpath = try rpathOffset.map { (offset) throws(BundlerError) in try string(offset) }
+        }
+        if isDynamic && hasInterpreter { isPIE = true }
+
+        // Section headers: count the defined symbols of .dynsym (SHT_DYNSYM = 11).
+        for index in 0..<Int(shnum) where shoff != 0 {
+            let base = Int(shoff) + index * Int(shentsize)
+            guard let kind = reader.u32(base + 4) else { throw invalid("truncated section header") }
+            guard kind == 11, let offset = reader.u64(base + 24), let size = reader.u64(base + 32),
+                  let entsize = reader.u64(base + 56), entsize >= 24 else { continue }
+            var symbol = Int(offset) + Int(entsize)  // skip the null symbol
+            while symbol + 24 <= Int(offset + size) {
+                guard let sectionIndex = reader.u16(symbol + 6) else { throw invalid("truncated symbol table") }
+                if sectionIndex != 0 { definedDynamicSymbols += 1 }
+                symbol += Int(entsize)
+            }
+        }
+    }
+
+    /// The search paths the file names (RUNPATH, else RPATH), split.
+    public var searchPaths: [String] {
+        (runpath ?? rpath ?? "").split(separator: ":").map(String.init)
+    }
+
+    /// Little-endian reads that return nil past the end instead of trapping.
+    struct Reader {
+        let bytes: [UInt8]
+
+        func u16(_ at: Int) -> UInt16? { read(at, 2).map { UInt16(truncatingIfNeeded: $0) } }
+        func u32(_ at: Int) -> UInt32? { read(at, 4).map { UInt32(truncatingIfNeeded: $0) } }
+        func u64(_ at: Int) -> UInt64? { read(at, 8) }
+
+        private func read(_ at: Int, _ count: Int) -> UInt64? {
+            guard at >= 0, count <= bytes.count, at <= bytes.count - count else { return nil }
+            var value: UInt64 = 0
+            for index in (0..<count).reversed() { value = value << 8 | UInt64(bytes[at + index]) }
+            return value
+        }
+
+        func cString(_ at: Int, limit: Int) -> String? {
+            let end = min(limit, bytes.count)
+            guard at >= 0, at < end, let nul = bytes[at..<end].firstIndex(of: 0) else { return nil }
+            return String(decoding: bytes[at..<nul], as: UTF8.self)
+        }
+    }
+}
