@@ -4,8 +4,10 @@ import Foundation
 ///
 /// - **Self-contained**: no run path into the toolchain (`-no-toolchain-stdlib-rpath`) and
 ///   none to the build directory (`--disable-local-rpath`); programs search `$ORIGIN/../lib`,
-///   the bundle's own copy of the runtime. A slot searches nothing: the launcher opens its
-///   libraries by path, from the manifest, before the slot itself.
+///   the bundle's own copy of the runtime; a slot searches `$ORIGIN/../../lib` (for
+///   `rollbackctl inspect`, which opens it by path). The launcher maps a slot through
+///   `/proc/self/fd/N`, where that path leads nowhere: it opens the slot's libraries by
+///   path, from the manifest, before the slot itself, so the slot's search finds them loaded.
 /// - **Hardened by the linker**, not repaired afterwards: full RELRO (`-z relro -z now`);
 ///   the toolchain already gives PIE and a non-executable stack.
 /// - **Reproducible**: source and scratch paths mapped to fixed names, no build id, and a
@@ -35,7 +37,7 @@ struct SwiftBuild {
         if isProgram {
             flags += ["-Xlinker", "-rpath", "-Xlinker", "$ORIGIN/../lib"]
         } else {
-            flags += ["-Xlinker", "-soname", "-Xlinker", "libAppCore.so"]
+            flags += ["-Xlinker", "-soname", "-Xlinker", "libAppCore.so", "-Xlinker", "-rpath", "-Xlinker", "$ORIGIN/../../lib"]
         }
         return flags + extraFlags
     }
