@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import RollbackCtlKit
 import SwitchbackRemote
 
@@ -74,7 +78,7 @@ struct RenewCommand {
             return
         }
         do { try data.write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
-            throw .failure("Could not write \(output): \((error as NSError).localizedDescription).")
+            throw .failure("Could not write \(output): \(error.fileErrorDescription).")
         }
         console.out("Renewed directive serial \(old.serial) as serial \(newSerial) (\(renewed.decision.summary) on \(renewed.appliesTo.joined(separator: ", "))), expires \(Directive.formatTime(renewed.expiresAt)); wrote \(output).")
     }
@@ -83,7 +87,7 @@ struct RenewCommand {
     static func directive(in path: String, signedByOneOf signer: DirectiveSigner) throws(CommandError) -> Directive {
         let data: Data
         do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw .failure("Could not read \(path): \((error as NSError).localizedDescription); give the directive file to renew.")
+            throw .failure("Could not read \(path): \(error.fileErrorDescription); give the directive file to renew.")
         }
         guard let envelope = try? JSONDecoder().decode(DirectiveEnvelope.self, from: data),
               let payload = Data(base64Encoded: envelope.payload) else {

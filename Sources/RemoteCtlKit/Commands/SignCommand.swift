@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import RollbackCtlKit
 import SwitchbackRemote
 
@@ -81,7 +85,7 @@ struct SignCommand {
             return
         }
         do { try data.write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
-            throw .failure("Could not write \(output): \((error as NSError).localizedDescription).")
+            throw .failure("Could not write \(output): \(error.fileErrorDescription).")
         }
         console.out("\(summary); wrote \(output).")
     }

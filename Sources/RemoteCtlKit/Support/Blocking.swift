@@ -1,4 +1,4 @@
-import Foundation
+import Dispatch
 
 /// Runs `operation` on the concurrency pool and blocks this (non-pool) thread until it
 /// finishes: the bridge from the synchronous command line to the async `sync`.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The wire form: snake_case keys, RFC 3339 UTC times (`2026-05-01T12:00:00Z`), and no
 /// unknown keys (a later format gets a new signing prefix, so a v1 reader never silently
@@ -70,7 +74,7 @@ extension Directive: Codable {
 
     /// `2026-05-01T12:00:00Z`: RFC 3339, UTC, whole seconds.
     public static func formatTime(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(timeZone: TimeZone(identifier: "UTC")!))
+        date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
     }
 
     /// Parses an RFC 3339 time (`Z` or an offset, optional fractional seconds), or nil.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// A remote rollback decision, signed by the operator and fetched by `rollbackctl sync`.
 ///
@@ -63,16 +67,16 @@ public struct Directive: Sendable, Equatable, Hashable {
     /// Throws ``RemoteError`` with code ``RemoteError/Code/invalidDirective`` naming the broken rule.
     public func validate() throws {
         func fail(_ rule: String) -> RemoteError { RemoteError(.invalidDirective, detail: rule) }
-        if appID.trimmingCharacters(in: .whitespaces).isEmpty { throw fail("app_id is empty") }
+        if appID.isBlank { throw fail("app_id is empty") }
         if serial == 0 { throw fail("serial must be at least 1") }
         if !Self.timeRange.contains(issuedAt.timeIntervalSince1970) { throw fail("issued_at is outside years 1970...9999") }
         if !Self.timeRange.contains(expiresAt.timeIntervalSince1970) { throw fail("expires_at is outside years 1970...9999") }
         if expiresAt <= issuedAt { throw fail("expires_at must be later than issued_at") }
         if appliesTo.isEmpty { throw fail("applies_to must name at least one current-slot version") }
         if appliesTo.count > Self.maxAppliesToCount { throw fail("applies_to has more than \(Self.maxAppliesToCount) versions") }
-        if appliesTo.contains(where: { $0.trimmingCharacters(in: .whitespaces).isEmpty }) { throw fail("applies_to contains an empty version") }
+        if appliesTo.contains(where: { $0.isBlank }) { throw fail("applies_to contains an empty version") }
         if let rolloutPercent, !(0...100).contains(rolloutPercent) { throw fail("rollout_percent \(rolloutPercent) is outside 0...100") }
-        if reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty { throw fail("reason is empty") }
+        if reason.isBlankOrLineBreaks { throw fail("reason is empty") }
         if reason.count > Self.maxReasonLength { throw fail("reason is longer than \(Self.maxReasonLength) characters") }
         if reason.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { throw fail("reason must be one line without control characters") }
         if appID.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) { throw fail("app_id contains control characters") }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The signed document served over HTTP, modelled on DSSE:
 /// `{"payload":"<base64 of the directive JSON>","signatures":[{"keyid":"…","sig":"<base64>"}]}`.

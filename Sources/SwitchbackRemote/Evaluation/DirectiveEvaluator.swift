@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SwitchbackCrypto
 
 /// Judges a fetched envelope for this install: a pure function of (bytes, trust, context).
@@ -148,7 +152,7 @@ public enum DirectiveEvaluator {
         var line = String(String.UnicodeScalarView(text.unicodeScalars.map {
             $0.properties.generalCategory == .control ? " " : $0
         }))
-        line = line.replacingOccurrences(of: ". ", with: "; ").trimmingCharacters(in: CharacterSet(charactersIn: ". "))
+        line = line.replacing(". ", with: "; ").trimming([".", " "])
         return line.count > 120 ? String(line.prefix(117)) + "..." : line
     }
 

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What the evaluator needs to know about this install.
 public struct InstallContext: Sendable, Equatable {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The HTTP validators remembered from the last successful check, sent back as
 /// `If-None-Match` / `If-Modified-Since` so an unchanged directive costs a 304.

@@ -1,6 +1,14 @@
 import CSwitchbackHTTP
 import Dispatch
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import Synchronization
 
 /// Fetches a directive over HTTP(S) within hard limits, and never throws.
 ///
@@ -54,11 +62,13 @@ public struct DirectiveFetcher: Sendable {
 /// One fetch: the redirect loop on a thread of its own (libcurl blocks), the deadline timer,
 /// and the caller resumed exactly once, by whichever ends first.
 private final class Transfer: @unchecked Sendable {
-    // `continuation`, `result` and `isFinished` are guarded by `lock`; `cancelFlag` is written
+    // The waiting caller and the result, once there is one; `cancelFlag` is written
     // atomically (switchback_http_set_flag) and read atomically by the C side.
-    private let lock = NSLock()
-    private var continuation: CheckedContinuation<FetchResult, Never>?
-    private var result: FetchResult?
+    private struct Ending {
+        var continuation: CheckedContinuation<FetchResult, Never>?
+        var result: FetchResult?
+    }
+    private let ending = Mutex(Ending())
     private let cancelFlag: UnsafeMutablePointer<Int32>
 
     private let url: URL
@@ -78,9 +88,9 @@ private final class Transfer: @unchecked Sendable {
     deinit { cancelFlag.deallocate() }
 
     func start(_ continuation: CheckedContinuation<FetchResult, Never>) {
-        let early: FetchResult? = lock.withLock {
-            if let result { return result }
-            self.continuation = continuation
+        let early: FetchResult? = ending.withLock { ending in
+            if let result = ending.result { return result }
+            ending.continuation = continuation
             return nil
         }
         if let early {
@@ -92,26 +102,23 @@ private final class Transfer: @unchecked Sendable {
         DispatchQueue.global().asyncAfter(deadline: deadline) { [self] in
             finish(.failed(.unreachable(.timedOut, reason: "No complete answer from \(shown) within \(deadlineText); the decision stays.")))
         }
-        let thread = Thread { [self] in finish(run()) }
-        thread.name = "switchback.directive-fetch"
-        thread.stackSize = 256 << 10
-        thread.start()
+        FetchThread.start { [self] in finish(run()) }
     }
 
     /// Ends the fetch with `result` unless it already ended: stops the transfer and resumes the caller.
     func finish(_ result: FetchResult) {
-        let continuation: CheckedContinuation<FetchResult, Never>? = lock.withLock {
-            if self.result != nil { return nil }
-            self.result = result
-            let pending = self.continuation
-            self.continuation = nil
+        let continuation: CheckedContinuation<FetchResult, Never>? = ending.withLock { ending in
+            if ending.result != nil { return nil }
+            ending.result = result
+            let pending = ending.continuation
+            ending.continuation = nil
             return pending
         }
         switchback_http_set_flag(cancelFlag)
         continuation?.resume(returning: result)
     }
 
-    private var isFinished: Bool { lock.withLock { result != nil } }
+    private var isFinished: Bool { ending.withLock { $0.result != nil } }
 
     /// Milliseconds left before the deadline (at least 1).
     private var remainingMilliseconds: Int {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a ``DirectiveFetcher`` got from the server.
 public enum FetchResult: Sendable, Equatable {

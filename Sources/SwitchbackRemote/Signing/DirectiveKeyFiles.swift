@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SwitchbackCrypto
 #if canImport(Glibc)
 import Glibc
@@ -36,7 +40,7 @@ public struct DirectiveKeyFiles: Sendable, Equatable {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw RemoteError(.directoryUnwritable, errno: (error as NSError).underlyingErrno, path: directory.path)
+            throw RemoteError(.directoryUnwritable, errno: error.underlyingErrno, path: directory.path)
         }
         let key: Ed25519PrivateKey
         let privatePEM: String

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import SwitchbackCrypto
 
 /// Signs directives with one or more Ed25519 private keys (`rollbackctl sign`).
@@ -32,7 +36,7 @@ public struct DirectiveSigner: Sendable {
             do {
                 text = try String(contentsOf: file, encoding: .utf8)
             } catch {
-                throw RemoteError(.fileUnreadable, errno: (error as NSError).underlyingErrno, path: file.path)
+                throw RemoteError(.fileUnreadable, errno: error.underlyingErrno, path: file.path)
             }
             do {
                 return try Ed25519PrivateKey(pemRepresentation: text)

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// Fetches the directive at `url`, verifies it and says what to do: the one entry point of
 /// `rollbackctl sync`. Never throws and never traps on anything a server sends.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The whole answer of one ``sync(url:trust:context:conditional:options:)``: the outcome,
 /// the check's time, and the conditional headers to send next time.
