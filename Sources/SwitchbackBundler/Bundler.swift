@@ -164,9 +164,9 @@ public struct Bundler {
         let assembler = Assembler(stage: stage, toolchain: toolchain)
         defer { try? fileManager.removeItem(atPath: stage) }
         try assembler.prepare()
-        try assembler.install(launcherBin + "/launcher", as: "bin/launcher", mode: 0o755)
-        try assembler.install(launcherBin + "/rollbackctl", as: "bin/rollbackctl", mode: 0o755)
-        try assembler.install(remoteBin + "/rollbackctl-remote", as: "bin/rollbackctl-remote", mode: 0o755)
+        try assembler.installProgram(launcherBin + "/launcher", named: "launcher")
+        try assembler.installProgram(launcherBin + "/rollbackctl", named: "rollbackctl")
+        try assembler.installProgram(remoteBin + "/rollbackctl-remote", named: "rollbackctl-remote")
         try assembler.installSlot(built: currentLibrary, slot: "current", strip: !options.keepDebugInfo)
         if let artifact {
             try assembler.install(artifact.slot, as: "slots/previous/libAppCore.so", mode: 0o644)

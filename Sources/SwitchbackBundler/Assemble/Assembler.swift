@@ -9,7 +9,7 @@ struct Assembler {
 
     func prepare() throws(BundlerError) {
         try? FileManager.default.removeItem(atPath: stage)
-        for directory in ["bin", "lib", "slots/current", "slots/previous", "debug/current", "debug/previous"] {
+        for directory in ["bin", "lib", "slots/current", "slots/previous", "debug/bin", "debug/current", "debug/previous"] {
             do {
                 try FileManager.default.createDirectory(atPath: stage + "/" + directory, withIntermediateDirectories: true,
                                                         attributes: [.posixPermissions: 0o755])
@@ -31,18 +31,31 @@ struct Assembler {
         chmod(target, mode)
     }
 
+    /// Installs an ELF file without its symbol table and debug information (`llvm-objcopy
+    /// --strip-all`, from the toolchain: only sections that are not loaded go, so RELRO,
+    /// BIND_NOW and the dynamic symbols stay as linked), and with `removing` sections too.
+    func installStripped(_ source: String, as relative: String, mode: mode_t, removing: [String] = []) throws(BundlerError) {
+        let target = stage + "/" + relative
+        let stripped = try Command(toolchain.objcopy, ["--strip-all"] + removing.map { "--remove-section=" + $0 } + [source, target]).run()
+        guard stripped.status == 0 else {
+            throw BundlerError(.tool, "llvm-objcopy could not strip \(source): \(stripped.output.lastLines(3))", path: source)
+        }
+        chmod(target, mode)
+    }
+
+    /// Installs a built program, stripped; the full file goes to `debug/bin/`.
+    func installProgram(_ built: String, named name: String) throws(BundlerError) {
+        try install(built, as: "debug/bin/\(name).debug", mode: 0o644)
+        try installStripped(built, as: "bin/\(name)", mode: 0o755)
+    }
+
     /// Installs a built slot: the full file in `debug/`, a copy without debug information or
-    /// the module hash in `slots/` (with `llvm-objcopy`, from the toolchain; only
-    /// non-allocated sections and `.swift_modhash` go, so RELRO and the rest stay as linked).
+    /// the module hash (which differs with the build's paths) in `slots/`.
     func installSlot(built: String, slot: String, strip: Bool) throws(BundlerError) {
         try install(built, as: "debug/\(slot)/libAppCore.so.debug", mode: 0o644)
         let target = "slots/\(slot)/libAppCore.so"
         guard strip else { return try install(built, as: target, mode: 0o644) }
-        let stripped = try Command(toolchain.objcopy, ["--strip-all", "--remove-section=.swift_modhash", built, stage + "/" + target]).run()
-        guard stripped.status == 0 else {
-            throw BundlerError(.tool, "llvm-objcopy could not strip the \(slot) slot: \(stripped.output.lastLines(3))", path: built)
-        }
-        chmod(stage + "/" + target, 0o644)
+        try installStripped(built, as: target, mode: 0o644, removing: [".swift_modhash"])
     }
 
     /// Copies the plan's libraries into `lib/`; returns each one's name, size and SHA-256.
@@ -51,8 +64,10 @@ struct Assembler {
         for library in plan.bundled {
             let relative = "lib/" + library.name
             // Copy the file a link points to, never the link (the bundle must stand alone).
+            // Stripped like the programs: the toolchain's copies keep their symbol tables (a
+            // third of libswiftCore.so); the dynamic symbols a backtrace names stay.
             let source = URL(fileURLWithPath: library.source).resolvingSymlinksInPath().path
-            try install(source, as: relative, mode: 0o644)
+            try installStripped(source, as: relative, mode: 0o644)
             let digest: String
             do { digest = try SHA256.hexDigest(ofFile: stage + "/" + relative) } catch { throw BundlerError(.output, error.message) }
             records.append((library.name, size(of: relative), digest))
