@@ -119,7 +119,7 @@ public enum Launcher {
         let bindLazily = libraries != nil && verified.boundLibraries == libraries
         let slot: LoadedSlot
         do {
-            slot = try LoadedSlot.load(decision.slot, verified: verified, dependencies: bindLazily ? [] : slotRecord.needed, bindLazily: bindLazily)
+            slot = try LoadedSlot.load(decision.slot, verified: verified, dependencies: slotRecord.needed, bindLazily: bindLazily)
             if !bindLazily, let libraries {
                 verifier.cache?.record(file: verified.path, fingerprint: verified.fingerprint, sha256: slotRecord.sha256, bound: libraries)
             }

@@ -19,19 +19,19 @@ public struct LoadedSlot: @unchecked Sendable {
     /// The slot itself is opened with RTLD_NOW — every symbol it uses bound before any of its
     /// code runs — unless `bindLazily`, which the launcher passes only for a file that was
     /// already opened with RTLD_NOW against exactly these libraries (same fingerprints: the
-    /// files the strict-mode walk checked). Before an RTLD_NOW open, `dependencies` (the
-    /// libraries the slot links, from the manifest) are loaded first with RTLD_LAZY, so that
-    /// the open binds the symbols *the slot* uses, not every symbol of FoundationEssentials
-    /// and the rest (that alone costs about 1 ms); only those the verifier checked
-    /// (`verified.libraries`) are opened. A lazy open needs no preloading: the dynamic
-    /// loader maps the same libraries within it, without a `dlopen` call for each.
+    /// files the strict-mode walk checked). Before either open, `dependencies` (the libraries
+    /// the slot links, from the manifest, each after those it needs) are opened by path with
+    /// RTLD_LAZY: the slot is mapped through `/proc/self/fd/N`, where its own search path
+    /// (`$ORIGIN/../../lib`) finds nothing, so the bundle's copies must already be loaded
+    /// when the dynamic loader looks for the slot's `DT_NEEDED` names. Before an RTLD_NOW open
+    /// this also makes the open bind the symbols *the slot* uses, not every symbol of
+    /// FoundationEssentials and the rest (that alone costs about 1 ms). Only the libraries
+    /// the verifier checked (`verified.libraries`) are opened.
     public static func load(_ slot: BuildSlot, verified: SlotVerifier.Verified, dependencies: [String] = [],
                             bindLazily: Bool = false) throws(SwitchbackError) -> LoadedSlot {
-        if !bindLazily {
-            let libraries = verified.libraries
-            for dependency in dependencies where libraries.contains(dependency) {
-                _ = dlopen(dependency, RTLD_LAZY | RTLD_NODELETE)
-            }
+        let libraries = verified.libraries
+        for dependency in dependencies where libraries.contains(dependency) {
+            _ = dlopen(dependency, RTLD_LAZY | RTLD_NODELETE)
         }
         return try map(slot, path: verified.path, bindLazily: bindLazily) { () throws(SwitchbackError) in
             try DynamicLibrary.open(descriptor: verified.file.descriptor, path: verified.path, lazily: bindLazily)
