@@ -89,6 +89,12 @@ public struct Bundler {
         var sdkMaps: [(String, String)] = []
         if !(switchbackRoot + "/").hasPrefix(top + "/") { sdkMaps = [(switchbackRoot, "/switchback/sdk")] }
 
+        // The previous release's artifact is checked before anything is built: a wrong one
+        // is refused at once.
+        let artifact = try options.previousFrom.map { (from) throws(BundlerError) in
+            try PreviousArtifact.open(from, work: work + "/previous-artifact", pinned: pinned, toolchain: toolchain)
+        }
+
         // 1. The programs, from Switchback (built beside it when it is writable, else in the app's work directory).
         let tools = fileManager.isWritableFile(atPath: switchbackRoot) ? switchbackRoot : work
         say("building Switchback's rollbackctl-remote")
@@ -127,14 +133,11 @@ public struct Bundler {
         say("building the current release (\(product) \(currentVersion), build \(currentBuild))")
         let currentLibrary = try buildSlot(package: appRoot, repository: top, scratch: work + "/current", version: currentVersion, build: currentBuild)
 
-        var artifact: PreviousArtifact?
         var previousLibrary = currentLibrary
         var previousCommit = pinned
-        if let from = options.previousFrom {
-            say("taking the previous slot from \(from)")
-            let opened = try PreviousArtifact.open(from, work: work + "/previous-artifact", pinned: pinned, toolchain: toolchain)
-            artifact = opened
-            previousCommit = opened.commit
+        if let artifact {
+            say("taking the previous slot (\(artifact.record.version), build \(artifact.record.build)) from \(options.previousFrom!)")
+            previousCommit = artifact.commit
         } else if let pinned {
             try history!.ensure(pinned)
             let prefix = try history!.layout().prefix

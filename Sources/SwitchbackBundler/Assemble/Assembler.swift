@@ -68,6 +68,7 @@ struct Assembler {
             // third of libswiftCore.so); the dynamic symbols a backtrace names stay.
             let source = URL(fileURLWithPath: library.source).resolvingSymlinksInPath().path
             try installStripped(source, as: relative, mode: 0o644)
+            _ = try ELFFile.convertRunpathToRpath(at: stage + "/" + relative)
             let digest: String
             do { digest = try SHA256.hexDigest(ofFile: stage + "/" + relative) } catch { throw BundlerError(.output, error.message) }
             records.append((library.name, size(of: relative), digest))

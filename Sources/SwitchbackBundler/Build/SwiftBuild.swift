@@ -2,6 +2,9 @@ import Foundation
 
 /// One `swift build -c release` of a product, with the flags every shipped file gets:
 ///
+/// - **Searched first**: the search path is a `DT_RPATH` (`--disable-new-dtags`), which the
+///   dynamic loader reads before `LD_LIBRARY_PATH` (a `DT_RUNPATH` comes after it), so a
+///   library planted in that variable under a bundled name is never loaded in its place.
 /// - **Self-contained**: no run path into the toolchain (`-no-toolchain-stdlib-rpath`) and
 ///   none to the build directory (`--disable-local-rpath`); programs search `$ORIGIN/../lib`,
 ///   the bundle's own copy of the runtime; a slot searches `$ORIGIN/../../lib` (for
@@ -27,7 +30,7 @@ struct SwiftBuild {
 
     var arguments: [String] {
         var flags = ["build", "-c", "release", "--product", product, "--package-path", package, "--scratch-path", scratch,
-                     "--disable-local-rpath", "-Xswiftc", "-no-toolchain-stdlib-rpath",
+                     "--disable-local-rpath", "-Xswiftc", "-no-toolchain-stdlib-rpath", "-Xlinker", "--disable-new-dtags",
                      "-Xlinker", "-z", "-Xlinker", "relro", "-Xlinker", "-z", "-Xlinker", "now",
                      "-Xlinker", "--build-id=none"]
         if forcesResolvedVersions { flags.append("--force-resolved-versions") }

@@ -24,6 +24,8 @@ public struct ELFFile: Sendable {
     /// Symbols of `.dynsym` defined in this file (section index not `SHN_UNDEF`), the
     /// null symbol excluded.
     public var definedDynamicSymbols = 0
+    /// Where in the file the `DT_RUNPATH` entry's tag is.
+    var runpathEntryOffset: Int?
 
     /// Reads the ELF file at `path`.
     public init(path: String) throws(BundlerError) {
@@ -86,7 +88,7 @@ public struct ELFFile: Sendable {
                 case 10: strsz = value
                 case 14: sonameOffset = value
                 case 15: rpathOffset = value
-                case 29: runpathOffset = value
+                case 29: runpathOffset = value; runpathEntryOffset = entry
                 case 30: if value & 0x8 != 0 { bindsNow = true }  // DT_FLAGS: DF_BIND_NOW
                 case 0x6FFF_FFFB:  // DT_FLAGS_1
                     if value & 0x1 != 0 { bindsNow = true }
@@ -121,6 +123,24 @@ public struct ELFFile: Sendable {
                 symbol += Int(entsize)
             }
         }
+    }
+
+    /// Turns the file's `DT_RUNPATH` entry into a `DT_RPATH` with the same string, in place
+    /// (one 8-byte tag; nothing moves, so segments, RELRO and hashes of other files stay as
+    /// they were). The toolchain links its libraries with `DT_RUNPATH` `$ORIGIN`, which the
+    /// dynamic loader searches after `LD_LIBRARY_PATH`; as `DT_RPATH` it is searched first.
+    /// Returns false when the file has no `DT_RUNPATH`.
+    public static func convertRunpathToRpath(at path: String) throws(BundlerError) -> Bool {
+        guard var bytes = FileManager.default.contents(atPath: path).map([UInt8].init) else {
+            throw BundlerError(.elfInvalid, "Cannot read \(path).", path: path)
+        }
+        let file = try ELFFile(bytes: bytes, path: path)
+        guard let entry = file.runpathEntryOffset else { return false }
+        bytes[entry] = 15  // DT_RPATH (the tag's upper bytes are zero for both)
+        do { try Data(bytes).write(to: URL(fileURLWithPath: path)) } catch {
+            throw BundlerError(.output, "Cannot write \(path): \(error.localizedDescription).", path: path)
+        }
+        return true
     }
 
     /// The search paths the file names (RUNPATH, else RPATH), split.
