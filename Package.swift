@@ -93,6 +93,7 @@ let package = Package(
         .testTarget(name: "SwitchbackFuzzingTests", dependencies: ["SwitchbackFuzzing", "SwitchbackCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore", "SwitchbackBundler"]),
         .testTarget(name: "SwitchbackCryptoTests", dependencies: ["SwitchbackCrypto"]),
+        .testTarget(name: "SwitchbackBundlerTests", dependencies: ["SwitchbackBundler"]),
         .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto"],
                     exclude: ["Fixtures"]),
     ],

@@ -78,7 +78,7 @@ public struct Bundler {
             throw BundlerError(.history, "Without .git the bundler cannot build the previous release from history; pass --previous-from with the last release's tarball, or --first-release.")
         }
         if let pinned, options.firstRelease {
-            throw BundlerError(.usage, "--first-release, but PreviousVersion/ is pinned to \(pinned); drop --first-release to bundle that release as the previous slot.")
+            throw BundlerError(.history, "--first-release, but PreviousVersion/ is pinned to \(pinned); drop --first-release to bundle that release as the previous slot.")
         }
         var currentBuild = options.buildID ?? String(head!.prefix(12))
         if options.buildID == nil, isRepository, try history!.isDirty() { currentBuild += "-dirty" }

@@ -95,10 +95,36 @@ private struct AdoptedApp {
         try developer.run("if [ -f Package.resolved ]; then git add -f Package.resolved; fi")
         try developer.run("\(commit) -m 'Release 1.1.0'")
         try developer.run("git tag v1.1.0")
-        // The bundles.
+        // The bundles: one by the developer, one as a CI job makes it (ciBundle).
         try developer.run("swift run switchback-bundle --out dist")
-        try developer.run("swift run switchback-bundle --supervise --out dist-supervised")
+        try ciBundle(repository: repository, in: directory, arguments: "--supervise", out: repository + "/dist-supervised")
         return AdoptedApp(directory: directory, repository: repository)
+    }
+
+    /// Bundles the release as a CI job does: in a `git clone --depth 1` of the repository
+    /// (what `actions/checkout` makes; the pinned previous commit is not in it, so the bundler
+    /// fetches it), as an unprivileged user (nobody, with a HOME of its own), with python3
+    /// hidden (an empty file mounted over it in a mount namespace of its own). The bundle is
+    /// then installed to `out` as root installs one (copied, owned by root).
+    static func ciBundle(repository: String, in directory: String, arguments: String, out: String) throws {
+        let ci = directory + "/ci"
+        try shell("install", "-d", "-m", "755", "-o", "65534", "-g", "65534", ci, ci + "/home")
+        try shell("chmod", "755", directory)
+        let script = """
+            set -e
+            mount --bind /dev/null /usr/bin/python3
+            exec setpriv --reuid=65534 --regid=65534 --clear-groups env -i HOME=\(quoted(ci + "/home")) \
+              PATH=\(quoted(FileSystemPaths.swiftBin)):/usr/bin:/bin GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*' \
+              sh -c 'set -e; if python3 --version >/dev/null 2>&1; then echo "python3 is not hidden" >&2; exit 99; fi
+                     cd \(quoted(ci)) && git clone -q --depth 1 file://\(quoted(repository)) clone && cd clone
+                     test "$(git rev-parse --is-shallow-repository)" = true
+                     swift run switchback-bundle \(arguments) --out \(quoted(ci + "/dist"))'
+            """
+        let result = try runProcess("/usr/bin/unshare", ["-m", "/bin/sh", "-c", script], deadline: 1500)
+        guard result.status == 0, !result.signaled else {
+            throw TestFailure("bundling a --depth 1 clone as nobody, without python3, failed: \(result)")
+        }
+        try shell("cp", "-R", ci + "/dist", out)
     }
 
     /// The bundles hold 1.1.0 built from the tagged commit and 1.0.0 from the pinned one.
@@ -275,6 +301,14 @@ private struct Developer {
         }
         return result
     }
+}
+
+/// Where the `swift` that runs these tests is, for a PATH of its own.
+private enum FileSystemPaths {
+    static let swiftBin: String = {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        return path.split(separator: ":").map(String.init).first { FileManager.default.isExecutableFile(atPath: $0 + "/swift") } ?? "/usr/bin"
+    }()
 }
 
 private func quoted(_ text: String) -> String { "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'" }

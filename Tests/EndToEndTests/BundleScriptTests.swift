@@ -1,21 +1,12 @@
 import Foundation
+import SwitchbackBundler
+import SwitchbackCore
 import Testing
 
 /// scripts/bundle's failure paths that need no build.
 @Suite struct BundleScriptTests {
     static let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
         .deletingLastPathComponent().deletingLastPathComponent().path
-
-    @Test func aShallowCloneSaysThePinnedCommitIsMissing() throws {
-        let directory = try makeTemporaryDirectory() + "/clone"
-        try shell("git", "clone", "-q", "--depth", "1", "file://" + Self.repository, directory)
-        let pinned = try shell("git", "-C", directory, "ls-files", "-s", "PreviousVersion").stdout
-            .split(separator: " ").dropFirst().first.map(String.init) ?? "?"
-        let result = try runProcess(directory + "/scripts/bundle", ["--out", directory + "/dist"])
-        #expect(result.status == 1)
-        #expect(result.stderr == "Error: PreviousVersion/ is pinned to \(pinned), which this clone does not have; this is a shallow clone: run 'git fetch --unshallow' (or clone without --depth), then retry.\n")
-        #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
-    }
 
     /// The launcher links only what it uses: each runtime library it loads costs every start.
     @Test func theLauncherLinksNeitherConcurrencyNorStringProcessing() throws {
@@ -27,85 +18,144 @@ import Testing
         #expect(!ldd.stdout.contains("libFoundation"), "\(ldd.stdout)")
     }
 
-    /// Every shipped program and slot names each library it loads by absolute path, so nothing
-    /// is searched for at a start; a slot's manifest `needed` list is exactly those names, each
-    /// after the libraries it needs (the order the launcher opens them in).
-    @Test func everyShippedFileNamesItsLibrariesByPath() throws {
+    /// The bundle is self-contained: no shipped ELF file names a path of the build machine
+    /// (every `DT_NEEDED` is a bare name, every search path starts at `$ORIGIN`, as a
+    /// `DT_RPATH`, read before `LD_LIBRARY_PATH`); each library a file needs is in `lib/` or
+    /// the host's (the base system, or listed with its package); every file of `lib/` has
+    /// its size and SHA-256 in the manifest; a slot's `needed` list names `lib/` files, each
+    /// after those it needs.
+    @Test func noShippedFileNamesAPathOfTheBuildMachine() throws {
+        let bundle = TestBundle.source
+        let manifest = try Manifest.parse(Array(try Data(contentsOf: URL(fileURLWithPath: bundle + "/manifest"))), path: bundle + "/manifest")
+        let libraries = try FileManager.default.contentsOfDirectory(atPath: bundle + "/lib").sorted()
+        #expect(libraries.contains("libswiftCore.so") && libraries.contains("libFoundationEssentials.so"), "\(libraries)")
+        #expect(!libraries.contains { $0.hasPrefix("libFoundation.so") || $0.contains("ICU") || $0.contains("Networking") }, "\(libraries)")
+        let host = manifest.settings["host.libraries"]?.split(separator: ",").map(String.init) ?? []
+        #expect(host == ["libcrypto.so.3:libssl3", "libcurl.so.4:libcurl4"])
+        let base = ["libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "ld-linux-x86-64.so.2", "libdl.so.2", "libpthread.so.0", "librt.so.1"]
+        let files = ["bin/launcher", "bin/rollbackctl", "bin/rollbackctl-remote", "slots/current/libAppCore.so", "slots/previous/libAppCore.so"]
+            + libraries.map { "lib/" + $0 }
+        for file in files {
+            let elf = try ELFFile(path: bundle + "/" + file)
+            #expect(elf.runpath == nil, "\(file) has a DT_RUNPATH, searched after LD_LIBRARY_PATH")
+            for path in elf.searchPaths { #expect(path.hasPrefix("$ORIGIN"), "\(file) searches \(path)") }
+            for name in elf.needed {
+                #expect(!name.contains("/"), "\(file) names \(name)")
+                #expect(libraries.contains(name) || base.contains(name) || host.contains { $0.hasPrefix(name + ":") },
+                        "\(file) needs \(name), which the bundle neither carries nor lists")
+            }
+            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: bundle + "/" + file)), as: UTF8.self)
+            for buildPath in [Self.repository, "/opt/swift/usr/lib/swift"] {
+                #expect(!text.contains(buildPath), "\(file) contains the build machine's path \(buildPath)")
+            }
+        }
+        for name in libraries {
+            let record = try #require(manifest.bundledLibrary(named: name), "\(name) is not in the manifest")
+            let attributes = try FileManager.default.attributesOfItem(atPath: bundle + "/lib/" + name)
+            #expect((attributes[.size] as? NSNumber)?.int64Value == record.size, "\(name)")
+            #expect(try SwitchbackCore.SHA256.hexDigest(ofFile: bundle + "/lib/" + name) == record.sha256, "\(name)")
+        }
+        for slot in [manifest.current, manifest.previous] {
+            #expect(slot.needed.allSatisfy { $0.hasPrefix("lib/") && libraries.contains(String($0.dropFirst(4))) }, "\(slot.needed)")
+            let order = slot.needed.map { String($0.dropFirst(4)) }
+            #expect(order.firstIndex(of: "libswiftCore.so")! < order.firstIndex(of: "libswift_Concurrency.so")!, "\(order)")
+        }
+    }
+
+    /// The sample's self-contained bundle, its Swift runtime included, fits in 30 MB (the
+    /// debug/ files, which no host needs, excluded).
+    @Test func theSamplesBundleIsAtMost30MB() throws {
+        var total = 0
+        let walker = try #require(FileManager.default.enumerator(atPath: TestBundle.source))
+        while let relative = walker.nextObject() as? String {
+            guard !relative.hasPrefix("debug"), let attributes = walker.fileAttributes, attributes[.type] as? FileAttributeType == .typeRegular else { continue }
+            total += (attributes[.size] as? NSNumber)?.intValue ?? 0
+        }
+        print("BundleScriptTests: the sample's bundle is \(total) bytes without debug/")
+        #expect(total > 10_000_000, "\(total) bytes: is the runtime in lib/?")
+        #expect(total <= 30_000_000, "\(total) bytes")
+    }
+
+    /// Shipped programs and slots keep the toolchain link's hardening, plus full RELRO, from
+    /// the link itself: PIE programs, `PT_GNU_RELRO`, `BIND_NOW`, a non-executable stack.
+    @Test func shippedProgramsAndSlotsAreHardened() throws {
         for file in ["bin/launcher", "bin/rollbackctl", "bin/rollbackctl-remote", "slots/current/libAppCore.so", "slots/previous/libAppCore.so"] {
-            let path = TestBundle.source + "/" + file
-            let dynamic = try shell("readelf", "-d", "-W", path)
-            #expect(dynamic.status == 0)
-            let needed = dynamic.stdout.split(separator: "\n").filter { $0.contains("(NEEDED)") }.compactMap { line in
-                line.split(separator: "[").last?.split(separator: "]").first.map(String.init)
-            }
-            #expect(needed.contains { $0.hasSuffix("/libswiftCore.so") }, "\(file): \(needed)")
-            for name in needed where !name.hasPrefix("ld-linux") {
-                #expect(name.hasPrefix("/") && FileManager.default.fileExists(atPath: name), "\(file) names \(name)")
-            }
-            let ldd = try shell("ldd", path)
-            #expect(ldd.status == 0)
-            #expect(!ldd.stdout.contains("=>"), "\(file) still searches:\n\(ldd.stdout)")
-            if file.hasPrefix("slots/") {
-                let slot = file.split(separator: "/")[1]
-                let manifest = try String(contentsOfFile: TestBundle.source + "/manifest", encoding: .utf8)
-                let listed = manifest.split(separator: "\n").first { $0.hasPrefix("\(slot).needed=") }?.dropFirst("\(slot).needed=".count)
-                let libraries = listed.map { $0.split(separator: ",").map(String.init) } ?? []
-                #expect(libraries.sorted() == needed.filter { $0.hasPrefix("/") }.sorted(), "\(slot)")
-                // The order the launcher opens them in: each after the libraries it needs.
-                let order = libraries.map { ($0 as NSString).lastPathComponent }
-                #expect(order.firstIndex(of: "libswiftCore.so")! < order.firstIndex(of: "libswift_Concurrency.so")!, "\(order)")
-                #expect(order.firstIndex(of: "libc.so.6")! < order.firstIndex(of: "libswiftCore.so")!, "\(order)")
-            }
+            let elf = try ELFFile(path: TestBundle.source + "/" + file)
+            #expect(elf.hasRELRO, "\(file): no PT_GNU_RELRO")
+            #expect(elf.bindsNow, "\(file): no BIND_NOW")
+            #expect(elf.hasNonExecutableStack, "\(file): executable stack")
+            if file.hasPrefix("bin/") { #expect(elf.isPIE, "\(file): not PIE") }
         }
     }
 
-    /// Without patchelf, and not root to install it, the bundle command stops before it builds
-    /// anything and says what to install. (Run as nobody, with a PATH of the few programs the
-    /// command runs before that check, on a copy of the two scripts nobody can read wherever
-    /// this checkout is.)
-    @Test func withoutPatchelfTheBundleSaysWhatToInstall() throws {
+    /// A bundled library changed after bundling (one byte) is refused before it is loaded:
+    /// the launcher names it, runs neither slot, and the dynamic loader never opened it
+    /// (LD_DEBUG's record of every file it loaded). Also after a good start had remembered
+    /// the slot and its libraries as verified.
+    @Test func aModifiedBundledLibraryIsNeverLoaded() throws {
+        let t = try TestBundle()
+        let library = t.bundle + "/lib/libFoundationEssentials.so"
+        let good = try t.launcher("version")
+        #expect(good.status == 0, "\(good)")
+
+        let handle = try #require(FileHandle(forUpdatingAtPath: library))
+        try handle.seek(toOffset: 4096)
+        let byte = try #require(try handle.read(upToCount: 1)).first!
+        try handle.seek(toOffset: 4096)
+        try handle.write(contentsOf: Data([byte ^ 0x01]))
+        try handle.close()
+
+        let trace = t.directory + "/ld-debug"
+        let result = try t.launcher("version", environment: ["LD_DEBUG": "files", "LD_DEBUG_OUTPUT": trace])
+        #expect(result.status == 70, "\(result)")
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr.contains("The bundled library \(library), which the current slot needs, does not match the manifest's SHA-256 (it was modified after bundling); refusing to load it: rebuild the bundle with scripts/bundle."), "\(result.stderr)")
+        let traces = try FileManager.default.contentsOfDirectory(atPath: t.directory).filter { $0.hasPrefix("ld-debug") }
+        #expect(!traces.isEmpty, "LD_DEBUG wrote nothing")
+        for file in traces {
+            let text = try String(contentsOfFile: t.directory + "/" + file, encoding: .utf8)
+            #expect(!text.contains("libFoundationEssentials.so"), "the modified library was loaded:\n\(text)")
+        }
+    }
+
+    /// Release N made from release N-1's tarball (scripts/lib/release-fixture does it as a CI
+    /// job does): its previous slot is N-1's current slot, byte for byte.
+    @Test func aReleaseFromThePreviousArtifactShipsItsSlotByteForByte() throws {
+        let previous = try Data(contentsOf: URL(fileURLWithPath: TestBundle.releases + "/1.3.0/slots/previous/libAppCore.so"))
+        let shipped = try Data(contentsOf: URL(fileURLWithPath: TestBundle.releases + "/1.2.0/slots/current/libAppCore.so"))
+        #expect(previous == shipped)
+        #expect(FileManager.default.fileExists(atPath: TestBundle.releases + "/1.2.0.tar.gz"))
+    }
+
+    /// A previous artifact that was modified, or made from another commit than the pin, is
+    /// refused before anything is built, with a sentence that says what is wrong.
+    @Test func aModifiedOrWrongArtifactIsRefused() throws {
         let directory = try makeTemporaryDirectory()
-        for path in [directory, directory + "/bin", directory + "/app", directory + "/switchback/scripts/lib"] {
-            try shell("mkdir", "-p", "-m", "755", path)
-            try shell("chmod", "755", path)
-        }
-        try shell("chmod", "755", directory + "/switchback")
-        for script in ["bundle", "lib/ensure-packages"] {
-            try shell("install", "-m", "755", Self.repository + "/scripts/" + script, directory + "/switchback/scripts/" + script)
-        }
-        try "// swift-tools-version:6.0\nimport PackageDescription\nlet package = Package(name: \"Notes\")\n"
-            .write(toFile: directory + "/app/Package.swift", atomically: true, encoding: .utf8)
-        try "1.0.0\n".write(toFile: directory + "/app/VERSION", atomically: true, encoding: .utf8)
-        for tool in ["bash", "dirname", "cat", "tr", "id"] {
-            try shell("ln", "-s", try shell("sh", "-c", "command -v \(tool)").stdout.trimmingCharacters(in: .whitespacesAndNewlines), directory + "/bin/" + tool)
-        }
-        let result = try runProcess("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/env", "PATH=" + directory + "/bin",
-                                                         directory + "/switchback/scripts/bundle", "--package", directory + "/app", "--product", "Notes", "--out", directory + "/dist"])
-        #expect(result.status == 1)
-        #expect(result.stderr == """
-            ensure-packages: patchelf missing and this is not root; run: sudo apt-get install -y patchelf
-            Error: the bundle needs patchelf (see above); install it, then retry.
+        let modified = directory + "/1.2.0"
+        try shell("cp", "-R", TestBundle.releases + "/1.2.0", modified)
+        let slot = modified + "/slots/current/libAppCore.so"
+        var bytes = try Data(contentsOf: URL(fileURLWithPath: slot))
+        bytes[bytes.count / 2] ^= 0x01
+        try bytes.write(to: URL(fileURLWithPath: slot))
+        let repository = TestBundle.releases + "/repo"
+        let pinned = try shell("git", "-C", repository, "rev-parse", "v1.2.0").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let built13 = try shell("git", "-C", repository, "rev-parse", "v1.3.0").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
-            """)
-        #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
+        let cases = [
+            (modified, "Error: The previous release \(modified) has a current slot that does not match its manifest's SHA-256 (it was modified).\n"),
+            (TestBundle.releases + "/1.3.0", "Error: The previous release \(TestBundle.releases)/1.3.0 was built from commit \(built13), but PreviousVersion/ pins \(pinned); pass that release's artifact, or pin \(built13) with scripts/pin-previous.\n"),
+            (directory + "/missing.tar.gz", "Error: The previous release \(directory)/missing.tar.gz does not exist; pass the last release's tarball or bundle directory.\n"),
+        ]
+        for (artifact, message) in cases {
+            let result = try runProcess(Self.bundler, ["--package", repository, "--previous-from", artifact, "--out", directory + "/dist"])
+            #expect(result.status == 1, "\(result)")
+            #expect(result.stderr == message)
+            #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
+        }
     }
 
-    /// A file that links a library this machine does not have is refused, the library named,
-    /// and left as it was.
-    @Test func namingLibrariesRefusesOneThatIsMissing() throws {
-        let directory = try makeTemporaryDirectory()
-        try "int helper(void) { return 1; }\n".write(toFile: directory + "/helper.c", atomically: true, encoding: .utf8)
-        try "int helper(void); int user(void) { return helper(); }\n".write(toFile: directory + "/user.c", atomically: true, encoding: .utf8)
-        try shell("cc", "-shared", "-fPIC", "-o", directory + "/libhelper.so", directory + "/helper.c")
-        try shell("cc", "-shared", "-fPIC", "-o", directory + "/libuser.so", directory + "/user.c", "-L" + directory, "-lhelper")
-        try shell("rm", directory + "/libhelper.so")
-        let before = try Data(contentsOf: URL(fileURLWithPath: directory + "/libuser.so"))
-
-        let result = try runProcess(Self.repository + "/scripts/lib/name-libraries", [directory + "/libuser.so"])
-        #expect(result.status == 1)
-        #expect(result.stderr == "name-libraries: \(directory)/libuser.so links a library this machine does not have (libhelper.so => not found).\n")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/libuser.so")) == before)
-    }
+    /// The bundler scripts/bundle built (scripts/test runs it before the tests).
+    static var bundler: String { repository + "/.build-bundler/debug/switchback-bundle" }
 
     /// Shipped slots are stripped and reproducible: the debug files stay beside them.
     @Test func shippedSlotsCarryNoDebugInformation() throws {
@@ -121,7 +171,11 @@ import Testing
     @Test func unknownArgumentsAreUsageErrors() throws {
         let result = try runProcess(Self.repository + "/scripts/bundle", ["--outt", "x"])
         #expect(result.status == 64)
-        #expect(result.stderr.hasPrefix("Error: unknown argument '--outt'.\nUsage: scripts/bundle"))
+        #expect(result.stderr == "Error: Unknown option '--outt'.\nSee 'switchback-bundle --help'.\n")
+        let help = try runProcess(Self.repository + "/scripts/bundle", ["--help"])
+        #expect(help.status == 0)
+        #expect(help.stdout.hasPrefix("OVERVIEW: Builds a Switchback bundle"))
+        #expect(help.stdout.contains("  --previous-from PATH"))
     }
 
     @Test func pinPreviousRefusesWhatIsNotACommit() throws {
@@ -199,28 +253,28 @@ import Testing
     }
 
     @Test(arguments: [
-        (["--supervise-grace-ms", "soon"], "Error: --supervise-grace-ms needs a whole number."),
-        (["--tries", "0"], "Error: --tries needs a whole number of at least 1."),
-        (["--check-interval"], "Error: --check-interval needs a whole number."),
-        (["--supervise-start-deadline-ms", "-1"], "Error: --supervise-start-deadline-ms needs a whole number."),
-        (["--listen", "example.com:80"], "Error: --listen needs [NAME=]HOST:PORT with a numeric host or localhost, like 127.0.0.1:8080."),
-        (["--listen", "127.0.0.1"], "Error: --listen needs [NAME=]HOST:PORT with a numeric host or localhost, like 127.0.0.1:8080."),
-        (["--ready", "udp:127.0.0.1:53"], "Error: --ready needs mark, tcp:HOST:PORT, http://127.0.0.1:PORT/PATH or command:COMMAND."),
+        (["--supervise-grace-ms", "soon"], "Error: --supervise-grace-ms needs a whole number, not 'soon'."),
+        (["--tries", "0"], "Error: --tries needs a whole number of at least 1, not '0'."),
+        (["--check-interval"], "Error: --check-interval needs a value (S)."),
+        (["--supervise-start-deadline-ms", "-1"], "Error: --supervise-start-deadline-ms needs a whole number, not '-1'."),
+        (["--listen", "example.com:80"], "Error: --listen needs [NAME=]HOST:PORT with a numeric host or localhost, like 127.0.0.1:8080, not 'example.com:80'."),
+        (["--listen", "127.0.0.1"], "Error: --listen needs [NAME=]HOST:PORT with a numeric host or localhost, like 127.0.0.1:8080, not '127.0.0.1'."),
+        (["--ready", "udp:127.0.0.1:53"], "Error: --ready needs mark, tcp:HOST:PORT, http://127.0.0.1:PORT/PATH or command:COMMAND, not 'udp:127.0.0.1:53'."),
         // A number followed by another option: the next option is not read as the minimum.
-        (["--tries", "5", "--supervise", "--bogus"], "Error: unknown argument '--bogus'."),
-        (["--check-interval", "60", "--supervise-drain-ms", "300", "--bogus"], "Error: unknown argument '--bogus'."),
+        (["--tries", "5", "--supervise", "--bogus"], "Error: Unknown option '--bogus'."),
+        (["--check-interval", "60", "--supervise-drain-ms", "300", "--bogus"], "Error: Unknown option '--bogus'."),
     ])
     func settingsNeedNumbers(arguments: [String], error: String) throws {
         let result = try runProcess(Self.repository + "/scripts/bundle", arguments)
         #expect(result.status == 64)
-        #expect(result.stderr.hasPrefix(error + "\nUsage: scripts/bundle"))
+        #expect(result.stderr == error + "\nSee 'switchback-bundle --help'.\n")
     }
 
     @Test func anAppIDThatCannotNameADirectoryIsRefused() throws {
         let app = try appPackage(["VERSION": "1.0.0\n"])
         let result = try bundle(app, "--product", "Notes", "--first-release", "--app-id", "../etc")
-        #expect(result.status == 1)
-        #expect(result.stderr == "Error: the app id '../etc' cannot name a directory; pass --app-id with letters, digits, dots and dashes.\n")
+        #expect(result.status == 64)
+        #expect(result.stderr == "Error: The app id '../etc' cannot name a directory; pass --app-id with letters, digits, dots and dashes.\nSee 'switchback-bundle --help'.\n")
     }
 
     @Test func pinPreviousPinsAnAppsOwnRelease() throws {
@@ -245,7 +299,7 @@ import Testing
         let result = try bundle(app, "--product", "Notes", "--first-release")
         #expect(result.status == 1)
         let log = app + "/.build-switchback/logs/slot-1.0.0.log"
-        #expect(result.stderr.hasSuffix("Error: building Notes 1.0.0 failed; the end of the compiler's output is above, all of it in \(log).\n"), "\(result.stderr)")
+        #expect(result.stderr.hasSuffix("Error: Building Notes 1.0.0 failed; the end of the compiler's output is above, all of it in \(log).\n"), "\(result.stderr)")
         #expect(result.stderr.contains("Broken.swift"))
         #expect(try String(contentsOfFile: log, encoding: .utf8).contains("error:"))
         #expect(!FileManager.default.fileExists(atPath: app + "/dist"))

@@ -29,10 +29,11 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: marker), "the attacker's constructor ran")
     }
 
-    /// The launcher and its slot name every library they load by path (scripts/lib/name-libraries),
-    /// so what loads is what the library stamp checked: a library planted under one of their
-    /// names in LD_LIBRARY_PATH, which the dynamic loader would search before any run path, is
-    /// never loaded, and neither is it by `rollbackctl`. Nor is a planted libcrypto, which
+    /// The launcher and its slot find their libraries through a `DT_RPATH` into the bundle's
+    /// `lib/` (and the slot's are opened by path, from the manifest), so what loads is what
+    /// the manifest and the library stamp checked: a library planted under one of their names
+    /// in LD_LIBRARY_PATH, which the dynamic loader searches after a `DT_RPATH` (but before a
+    /// `DT_RUNPATH`), is never loaded, and neither is it by `rollbackctl`. Nor is a planted libcrypto, which
     /// hashes the slot: it is opened from the C library's directory by path.
     @Test func aLibraryPlantedInTheSearchPathUnderALoadedNameIsNeverLoaded() throws {
         let t = try TestBundle()

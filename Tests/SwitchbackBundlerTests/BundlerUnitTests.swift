@@ -1,0 +1,100 @@
+import Foundation
+import SwitchbackBundler
+import Testing
+
+/// The bundler's pieces that need no build: the ELF reader on real files the system's C
+/// compiler makes, the library plan's refusal, the option table.
+@Suite struct BundlerUnitTests {
+    /// A shared object made by `cc` with the given link flags.
+    func sharedObject(_ flags: [String], named name: String = "libuser.so") throws -> String {
+        let directory = NSTemporaryDirectory() + "switchback-bundler-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "int helper(void) { return 1; }\n".write(toFile: directory + "/helper.c", atomically: true, encoding: .utf8)
+        try "int helper(void); int user(void) { return helper(); }\nint user2(void) { return 2; }\n"
+            .write(toFile: directory + "/user.c", atomically: true, encoding: .utf8)
+        try run("/usr/bin/cc", ["-shared", "-fPIC", "-o", directory + "/libhelper.so", directory + "/helper.c"])
+        try run("/usr/bin/cc", ["-shared", "-fPIC", "-o", directory + "/" + name, directory + "/user.c", "-L" + directory, "-lhelper"] + flags)
+        return directory + "/" + name
+    }
+
+    func run(_ tool: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: tool)
+        process.arguments = arguments
+        try process.run()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "\(tool) \(arguments)")
+    }
+
+    @Test func readsTheDynamicSectionAndTheHardening() throws {
+        let path = try sharedObject(["-Wl,-soname,libuser.so", "-Wl,-rpath,$ORIGIN/../lib", "-Wl,--enable-new-dtags", "-Wl,-z,relro,-z,now"])
+        let elf = try ELFFile(path: path)
+        #expect(elf.needed.contains("libhelper.so") && elf.needed.contains("libc.so.6"), "\(elf.needed)")
+        #expect(elf.soname == "libuser.so")
+        #expect(elf.runpath == "$ORIGIN/../lib" && elf.rpath == nil)
+        #expect(elf.searchPaths == ["$ORIGIN/../lib"])
+        #expect(elf.isDynamic && elf.hasRELRO && elf.bindsNow && elf.hasNonExecutableStack)
+        #expect(elf.definedDynamicSymbols >= 2, "user and user2")
+    }
+
+    @Test func turnsARunpathIntoAnRpathInPlace() throws {
+        let path = try sharedObject(["-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags"])
+        let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber
+        #expect(try ELFFile.convertRunpathToRpath(at: path))
+        let elf = try ELFFile(path: path)
+        #expect(elf.rpath == "$ORIGIN" && elf.runpath == nil)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber == size)
+        #expect(try !ELFFile.convertRunpathToRpath(at: path), "nothing left to convert")
+    }
+
+    @Test func refusesWhatIsNotAnELFFile() throws {
+        for bytes: [UInt8] in [[], [0x7F, 0x45, 0x4C], Array("#!/bin/sh\n".utf8) + [UInt8](repeating: 0, count: 80),
+                               [0x7F, 0x45, 0x4C, 0x46, 2, 1] + [UInt8](repeating: 0xFF, count: 80)] {
+            #expect(throws: BundlerError.self) { try ELFFile(bytes: bytes, path: "/x") }
+            do { _ = try ELFFile(bytes: bytes, path: "/x") } catch { #expect(error.code == .elfInvalid) }
+        }
+    }
+
+    @Test func aLibraryNeitherInTheToolchainNorOnTheSystemIsNamed() throws {
+        let path = try sharedObject([])
+        try FileManager.default.removeItem(atPath: (path as NSString).deletingLastPathComponent + "/libhelper.so")
+        let toolchain = try Toolchain.find()
+        do {
+            _ = try LibraryPlan.make(for: [try ELFFile(path: path)], toolchain: toolchain, dlopened: [])
+            Issue.record("a missing library was planned")
+        } catch {
+            #expect(error.code == .library)
+            #expect(error.message.hasPrefix("\(path) needs libhelper.so, which is neither in the toolchain ("), "\(error.message)")
+            #expect(error.message.hasSuffix("nor installed on this system; install the package that provides it, then bundle again."))
+        }
+    }
+
+    @Test func plansTheRuntimeIntoTheBundleAndTheRestOntoTheHost() throws {
+        let toolchain = try Toolchain.find()
+        let core = try ELFFile(path: toolchain.runtimeDirectories[0] + "/libFoundationEssentials.so")
+        let plan = try LibraryPlan.make(for: [core], toolchain: toolchain, dlopened: ["libcrypto.so.3"])
+        let names = plan.bundled.map(\.name)
+        #expect(names.contains("libswiftCore.so") && !names.contains("libc.so.6"), "\(names)")
+        #expect(names.firstIndex(of: "libswiftCore.so")! < names.firstIndex(of: "libswift_Concurrency.so")!, "dependencies first")
+        #expect(plan.host.map(\.name) == ["libcrypto.so.3"])
+        #expect(plan.host.first?.package == "libssl3")
+        let order = plan.loadOrder(of: core)
+        #expect(order.last == "libswiftGlibc.so" || order.contains("libswiftCore.so"))
+    }
+
+    @Test func optionsComeFromOneTable() throws {
+        let options = try BundleOptions.parse(["--out", "d", "--listen", "127.0.0.1:8080", "--tries=5", "--previous-from", "r.tar.gz"])
+        #expect(options.out == "d" && options.previousFrom == "r.tar.gz")
+        #expect(options.settings.map(\.0) == ["supervise", "trial.tries", "supervise.listen"])
+        for (arguments, message) in [(["--first-release", "--previous-from", "x"], "--first-release and --previous-from contradict each other: a first release has no previous release."),
+                                     (["--supervise=yes"], "--supervise takes no value."),
+                                     (["--out"], "--out needs a value (DIR)."),
+                                     (["--metrics-dir", "relative"], "--metrics-dir needs an absolute directory, such as /var/lib/prometheus/node-exporter.")] {
+            do { _ = try BundleOptions.parse(arguments); Issue.record("\(arguments) parsed") } catch {
+                #expect(error.code == .usage && error.exitCode == 64)
+                #expect(error.message == message)
+            }
+        }
+        #expect(BundleOptions.helpText.contains("  --tarball FILE"))
+    }
+}
