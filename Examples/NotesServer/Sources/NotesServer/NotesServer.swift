@@ -5,10 +5,10 @@ import Switchback
 
 /// NotesServer: a small notes service over HTTP, run by Switchback's launcher.
 ///
-///     serve [--port N]   the HTTP server on 127.0.0.1 (port: $PORT, else 8080)
-///     version            prints the version
+///     serve [--host ADDRESS] [--port N]   the HTTP server (host: 127.0.0.1; port: $PORT, else 8080)
+///     version                             prints the version
 public enum NotesServer: AsyncSwitchbackApp {
-    static let usage = "Usage: NotesServer serve [--port N] | version"
+    static let usage = "Usage: NotesServer serve [--host ADDRESS] [--port N] | version"
 
     public static func main(_ launch: LaunchInfo) async throws -> Int32 {
         let arguments = launch.arguments

@@ -6,7 +6,8 @@ import NIOCore
 import Switchback
 import Synchronization
 
-/// `serve [--port N]`: the HTTP server, on 127.0.0.1.
+/// `serve [--host ADDRESS] [--port N]`: the HTTP server, on 127.0.0.1 unless `--host` says
+/// otherwise (`0.0.0.0` in a container, so that a published port or a Service reaches it).
 ///
 ///     GET  /         "NotesServer 1.0.0 (current slot)"  (slot "none" without the launcher)
 ///     GET  /version  "1.0.0"
@@ -20,12 +21,13 @@ enum Server {
     static let maxNoteBytes = 64 * 1024
 
     static func run(_ launch: LaunchInfo, arguments: [String]) async throws -> Int32 {
-        guard let port = port(arguments) else {
+        guard case let (host, port)? = listenAddress(arguments) else {
             launch.markGood()  // a usage error, not a bad build
-            printError("Error: usage: serve [--port N] (N from 0 to 65535; default $PORT, else 8080)")
+            printError("Error: usage: serve [--host ADDRESS] [--port N] (ADDRESS: default 127.0.0.1, 0.0.0.0 for every interface; N from 0 to 65535, default $PORT, else 8080)")
             return 64
         }
-        let host = "127.0.0.1"
+        // An IPv6 address in brackets in the lines that print it with its port.
+        let shownHost = host.contains(":") ? "[\(host)]" : host
         let store = NotesStore(directory: launch.dataDirectory)
         // Appends from this process, one at a time; the data lock (shared) keeps a rollback's
         // downgrade, which takes it exclusively, from converting the notes under a write.
@@ -61,29 +63,39 @@ enum Server {
                 // Listening: this start is healthy (automatic rollback stops watching it).
                 launch.markGood()
                 listening.store(true, ordering: .relaxed)
-                printFlushed("NotesServer \(launch.version) listening on \(host):\(channel.localAddress?.port ?? port)")
+                printFlushed("NotesServer \(launch.version) listening on \(shownHost):\(channel.localAddress?.port ?? port)")
             }
         )
         do {
             try await app.runService()
         } catch where !listening.load(ordering: .relaxed) {
-            // Most often the port is taken. Not marked good: the launcher counts a failed start.
-            printError("Error: NotesServer cannot listen on \(host):\(port): \(error)")
+            // Most often the port is taken, or --host names an address this machine does not
+            // have. Not marked good: the launcher counts a failed start.
+            printError("Error: NotesServer cannot listen on \(shownHost):\(port): \(error)")
             return 1
         }
         printFlushed("NotesServer \(launch.version) stopped")
         return 0
     }
 
-    /// `--port N`, else `$PORT`, else 8080; nil when malformed.
-    static func port(_ arguments: [String]) -> Int? {
-        let text: String
-        switch arguments.count {
-        case 0: text = getenv("PORT").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "8080"
-        case 2 where arguments[0] == "--port": text = arguments[1]
-        default: return nil
+    /// The address to listen on: `--host ADDRESS` (an IP address or a name that resolves to one
+    /// of this machine's), else 127.0.0.1; `--port N`, else `$PORT`, else 8080. Either option at
+    /// most once, in any order. Nil when malformed. An address the machine does not have is not
+    /// a usage error: the bind fails, and the start with it, as when the port is taken.
+    static func listenAddress(_ arguments: [String]) -> (host: String, port: Int)? {
+        var host: String?
+        var portText: String?
+        var rest = arguments[...]
+        while let option = rest.popFirst() {
+            guard let value = rest.popFirst(), !value.isEmpty else { return nil }
+            switch option {
+            case "--host" where host == nil: host = value
+            case "--port" where portText == nil: portText = value
+            default: return nil
+            }
         }
+        let text = portText ?? getenv("PORT").map { String(cString: $0) }.flatMap { $0.isEmpty ? nil : $0 } ?? "8080"
         guard let port = Int(text), (0...65535).contains(port) else { return nil }
-        return port
+        return (host ?? "127.0.0.1", port)
     }
 }
