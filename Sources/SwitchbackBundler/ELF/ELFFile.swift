@@ -49,13 +49,20 @@ public struct ELFFile: Sendable {
               let phentsize = reader.u16(54), let phnum = reader.u16(56),
               let shentsize = reader.u16(58), let shnum = reader.u16(60) else { throw invalid("truncated header") }
         isDynamic = type == 3
+        // Every offset and size the file gives is checked against its length before it is
+        // used: a crafted header must not trap an arithmetic check.
+        let length = UInt64(bytes.count)
+        func within(_ value: UInt64) throws(BundlerError) -> Int {
+            guard value <= length else { throw invalid("an offset past the end") }
+            return Int(value)
+        }
 
         // Program headers: the loadable segments map addresses to offsets for the dynamic section.
         var loads: [(vaddr: UInt64, offset: UInt64, size: UInt64)] = []
         var dynamic: (offset: UInt64, size: UInt64)?
         var hasInterpreter = false
         for index in 0..<Int(phnum) {
-            let base = Int(phoff) + index * Int(phentsize)
+            let base = try within(phoff) + index * Int(phentsize)
             guard let kind = reader.u32(base), let flags = reader.u32(base + 4), let offset = reader.u64(base + 8),
                   let vaddr = reader.u64(base + 16), let filesz = reader.u64(base + 32) else { throw invalid("truncated program header") }
             switch kind {
@@ -69,7 +76,8 @@ public struct ELFFile: Sendable {
         }
         func fileOffset(_ address: UInt64) -> Int? {
             for load in loads where address >= load.vaddr && address < load.vaddr + load.size {
-                return Int(address - load.vaddr + load.offset)
+                let offset = (address - load.vaddr).addingReportingOverflow(load.offset)
+                return offset.overflow || offset.partialValue > length ? nil : Int(offset.partialValue)
             }
             return nil
         }
@@ -77,8 +85,8 @@ public struct ELFFile: Sendable {
         if let dynamic {
             var strtab: UInt64?, strsz: UInt64?, neededOffsets: [UInt64] = []
             var sonameOffset: UInt64?, runpathOffset: UInt64?, rpathOffset: UInt64?
-            var entry = Int(dynamic.offset)
-            let end = Int(dynamic.offset + dynamic.size)
+            var entry = try within(dynamic.offset)
+            let end = try within(min(length, dynamic.offset.addingReportingOverflow(dynamic.size).overflow ? length : dynamic.offset + dynamic.size))
             while entry + 16 <= end {
                 guard let tag = reader.u64(entry), let value = reader.u64(entry + 8) else { throw invalid("truncated dynamic section") }
                 switch tag {
@@ -98,9 +106,9 @@ public struct ELFFile: Sendable {
                 entry += 16
             }
             guard let strtab, let table = fileOffset(strtab) else { throw invalid("no string table for the dynamic section") }
-            let limit = strsz.map { table + Int($0) } ?? bytes.count
+            let limit = strsz.map { table + Int(min($0, length)) } ?? bytes.count
             func string(_ offset: UInt64) throws(BundlerError) -> String {
-                guard let text = reader.cString(table + Int(offset), limit: limit) else { throw invalid("a dynamic string out of range") }
+                guard offset < length, let text = reader.cString(table + Int(offset), limit: limit) else { throw invalid("a dynamic string out of range") }
                 return text
             }
             for offset in neededOffsets { needed.append(try string(offset)) }
@@ -112,12 +120,14 @@ public struct ELFFile: Sendable {
 
         // Section headers: count the defined symbols of .dynsym (SHT_DYNSYM = 11).
         for index in 0..<Int(shnum) where shoff != 0 {
-            let base = Int(shoff) + index * Int(shentsize)
+            let base = try within(shoff) + index * Int(shentsize)
             guard let kind = reader.u32(base + 4) else { throw invalid("truncated section header") }
             guard kind == 11, let offset = reader.u64(base + 24), let size = reader.u64(base + 32),
-                  let entsize = reader.u64(base + 56), entsize >= 24 else { continue }
-            var symbol = Int(offset) + Int(entsize)  // skip the null symbol
-            while symbol + 24 <= Int(offset + size) {
+                  let entsize = reader.u64(base + 56), entsize >= 24, entsize <= length, size <= length else { continue }
+            let start = try within(offset)
+            let stop = min(Int(length), start + Int(size))
+            var symbol = start + Int(entsize)  // skip the null symbol
+            while symbol + 24 <= stop {
                 guard let sectionIndex = reader.u16(symbol + 6) else { throw invalid("truncated symbol table") }
                 if sectionIndex != 0 { definedDynamicSymbols += 1 }
                 symbol += Int(entsize)
