@@ -99,6 +99,120 @@ import Testing
     }
 }
 
+/// The private-group rule (Debian OpenSSH's "user-group-modes"): group write is trusted only
+/// by this process's own group, which no other account has. The accounts database is text
+/// given here, so no real account is needed.
+@Suite struct PrivateGroupTests {
+    static let passwd = """
+        root:x:0:0:root:/root:/bin/bash
+        # a comment, and a NIS line, are no accounts
+        +::::::
+        app:x:10001:10001::/var/lib/app:/usr/sbin/nologin
+        bob:x:1002:1002::/home/bob:/bin/sh
+        """
+    static let group = """
+        root:x:0:
+        app:x:10001:
+        bob:x:1002:
+        shared:x:3000:app,bob
+        """
+
+    static func accounts(passwd: String = passwd, group: String = group) -> Accounts {
+        Accounts.parse(passwd: Array(passwd.utf8), group: Array(group.utf8))
+    }
+
+    /// A directory's status as the kubelet leaves it: chgrp'ed to `gid`, g+rwx and setgid.
+    static func status(mode: mode_t, uid: uid_t = 10001, gid: gid_t) -> stat {
+        var info = stat()
+        info.st_mode = FileMode.directory | mode
+        info.st_uid = uid
+        info.st_gid = gid
+        return info
+    }
+
+    func check(_ info: stat, user: uid_t = 10001, group: gid_t = 10001, accounts: Accounts = accounts()) throws(SwitchbackError) {
+        try StrictModes.checkSharedWrite(info, path: "/v/state", what: "state directory", user: user, group: group) { accounts }
+    }
+
+    @Test func theFilesAreParsed() {
+        let parsed = Self.accounts()
+        #expect(parsed.accounts.map(\.name) == ["root", "app", "bob"])
+        #expect(parsed.accounts[1] == Accounts.Account(name: "app", uid: 10001, gid: 10001))
+        #expect(parsed.groups.first { $0.gid == 3000 }?.members == ["app", "bob"])
+    }
+
+    @Test func ownPrivateGroupIsAccepted() throws {
+        #expect(Self.accounts().whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
+        // /etc/group may list the user itself as a member.
+        #expect(Self.accounts(group: "app:x:10001:app\n").whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
+        // A numeric runAsUser the image's /etc/passwd does not know (and no files at all).
+        #expect(Self.accounts(passwd: "root:x:0:0::/root:/bin/sh\n", group: "").whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
+        #expect(Accounts.parse(passwd: [], group: []).whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
+        // The directory and a file after the kubelet's pass with fsGroup = runAsGroup.
+        try check(Self.status(mode: 0o2770, gid: 10001))
+        var file = Self.status(mode: 0o660, gid: 10001)
+        file.st_mode = FileMode.regular | 0o660
+        try check(file)
+        // An ancestor owned by root, group-writable by the same group.
+        try check(Self.status(mode: 0o2775, uid: 0, gid: 10001))
+    }
+
+    @Test func aGroupAnotherAccountHasIsRefused() {
+        let listed = Self.accounts().whyNotPrivate(3000, user: 10001, effectiveGroup: 3000)
+        #expect(listed == "/etc/group lists bob as a member of group 3000")
+        let primary = Self.accounts(passwd: Self.passwd + "\nother:x:1003:10001::/:/bin/sh").whyNotPrivate(10001, user: 10001, effectiveGroup: 10001)
+        #expect(primary == "the account other (uid 1003) also has group 10001 as its primary group")
+        #expect { try check(Self.status(mode: 0o2770, gid: 3000), group: 3000) } throws: { error in
+            (error as? SwitchbackError)?.code == .insecurePermissions
+                && (error as? SwitchbackError)?.message == "The state directory /v/state is writable by its group (owner uid 10001, group 3000, mode 2770), and /etc/group lists bob as a member of group 3000; refusing to trust it: run 'chmod g-w /v/state', or give group 3000 to this user alone."
+        }
+    }
+
+    @Test func aGroupThatIsNotThisProcesssIsRefused() {
+        // The kubelet chgrp'ed the volume to an fsGroup the pod does not run as.
+        #expect { try check(Self.status(mode: 0o2770, gid: 2000)) } throws: { error in
+            (error as? SwitchbackError)?.message == "The state directory /v/state is writable by its group (owner uid 10001, group 2000, mode 2770), and group 2000 is not this process's group (10001); refusing to trust it: run 'chmod g-w /v/state', or run this program with group 2000 as its group (in Kubernetes: runAsGroup equal to fsGroup)."
+        }
+    }
+
+    @Test func worldWritableIsRefusedWhateverTheGroup() {
+        #expect { try check(Self.status(mode: 0o2777, gid: 10001)) } throws: { error in
+            (error as? SwitchbackError)?.message == "The state directory /v/state is writable by other users (owner uid 10001, mode 2777); refusing to trust it: run 'chmod go-w /v/state'."
+        }
+    }
+
+    @Test func unreadableAccountsAreRefused() {
+        #expect { try StrictModes.checkSharedWrite(Self.status(mode: 0o770, gid: 10001), path: "/v/state", what: "state directory", user: 10001, group: 10001) {
+            () throws(SwitchbackError) in throw SwitchbackError(.permissionDenied, "Reading /etc/passwd failed: Permission denied.")
+        } } throws: { error in
+            (error as? SwitchbackError)?.message.contains("and whether other accounts share group 10001 is unknown (Reading /etc/passwd failed: Permission denied)") == true
+        }
+    }
+
+    /// On the real file system and accounts: a directory writable by this process's group is
+    /// trusted exactly when that group is private here; one of another group never is.
+    @Test(.enabled(if: geteuid() == 0, "chgrp to a group this process is not in needs root"))
+    func realDirectoriesFollowTheRule() throws {
+        let root = try StrictModesTests().root
+        let own = root + "/own"
+        mkdir(own, 0o700)
+        chmod(own, 0o2770)
+        let isPrivate = try Accounts.system().whyNotPrivate(getegid(), user: geteuid(), effectiveGroup: getegid()) == nil
+        if isPrivate {
+            #expect(try StrictModes.checkDirectory(own, what: "state directory"))
+        } else {
+            #expect(throws: SwitchbackError.self) { try StrictModes.checkDirectory(own, what: "state directory") }
+        }
+        let other = root + "/other"
+        mkdir(other, 0o700)
+        chown(other, geteuid(), 54_321)
+        chmod(other, 0o2770)
+        #expect { try StrictModes.checkDirectory(other, what: "state directory") } throws: { error in
+            (error as? SwitchbackError)?.message.contains("is writable by its group (owner uid 0, group 54321, mode 2770), and group 54321 is not this process's group") == true
+        }
+    }
+}
+
 @Suite struct FileModeTests {
     @Test func numbersAreTheSystemsMacros() {
         #expect(FileMode.typeMask == S_IFMT)
