@@ -36,6 +36,18 @@ import Testing
         #expect(explicit.path.hasPrefix("/") && explicit.path.hasSuffix("/typed"))
     }
 
+    @Test func noHomeAndHomeSlashNameNoStateDirectory() throws {
+        for (home, said) in [(nil, "not set"), ("", "empty"), ("/", "/")] as [(String?, String)] {
+            #expect { try StateDirectory.resolve(appID: "dev.example") { $0 == "HOME" ? home : nil } } throws: { error in
+                (error as? SwitchbackError)?.code == .noStateDirectory
+                    && (error as? SwitchbackError)?.message == "No state directory: HOME is \(said) and SWITCHBACK_STATE_DIR is not set; set SWITCHBACK_STATE_DIR to a directory this user can own, such as /var/lib/dev.example."
+            }
+        }
+        #expect(try StateDirectory.resolve(appID: "id") { ["HOME": "/root"][$0] }.path == "/root/.local/state/id")
+        #expect(try StateDirectory.resolve(appID: "id") { ["HOME": "/", "SWITCHBACK_STATE_DIR": "/var/lib/id"][$0] }.path == "/var/lib/id")
+        #expect(try StateDirectory.resolve(appID: "id") { ["HOME": "/", "XDG_STATE_HOME": "/state"][$0] }.path == "/state/id")
+    }
+
     @Test func linksAreResolvedAndEveryStepIsChecked() throws {
         let kept = directory("kept", mode: 0o755)
         try file(kept + "/lib.so", mode: 0o644)

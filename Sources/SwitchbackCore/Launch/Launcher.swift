@@ -207,7 +207,11 @@ public enum Launcher {
     /// The state directory, and why it is not trusted (another user could write it), if so.
     static func stateDirectory(appID: String) -> (StateDirectory, SwitchbackError?) {
         let directory: StateDirectory
-        do { directory = try StateDirectory.resolve(appID: appID) } catch { fail(error.message, code: 64) }
+        do { directory = try StateDirectory.resolve(appID: appID) } catch {
+            // A relative path is a usage error (64); no state directory at all (HOME unset or
+            // /) is a broken environment, refused like any other start (70).
+            fail(error.message, code: error.code == .invalidArgument ? 64 : failureExitCode)
+        }
         do { try directory.checkPermissions() } catch { return (directory, error) }
         return (directory, nil)
     }
