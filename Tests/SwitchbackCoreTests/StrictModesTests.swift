@@ -48,6 +48,94 @@ import Testing
         #expect(try StateDirectory.resolve(appID: "id") { ["HOME": "/", "XDG_STATE_HOME": "/state"][$0] }.path == "/state/id")
     }
 
+    // MARK: An untrusted state (StartState)
+
+    static let c = StartPlanTests.c, p = StartPlanTests.p
+    static let manifest = StartPlanTests.manifest(current: c, previous: p)
+
+    /// A state directory with the flag (rolled back from the current build) and the verdicts
+    /// written while it was trusted.
+    func stateDirectory(rollback: Bool = true, from: String = c, currentBad: Bool = false) throws -> StateDirectory {
+        let directory = StateDirectory(path: root + "/state")
+        try directory.prepare()
+        if rollback {
+            try StateStore(directory: directory).save(StartPlanTests.rolledBack(from: from, to: Self.p).state)
+        }
+        if currentBad {
+            try HealthStore(directory: directory).update(durable: false) { (record: inout HealthRecord) throws(SwitchbackError) in
+                record.set(SlotHealth(build: Self.c, verdict: .bad, note: "3 starts without a good mark", markedBy: .auto))
+            }
+        }
+        return directory
+    }
+
+    func startState(_ directory: StateDirectory) -> (StartState, SlotDecision) {
+        var problem: SwitchbackError?
+        do { try directory.checkPermissions() } catch { problem = error }
+        let read = StartState.load(directory: directory, directoryProblem: problem, manifest: Self.manifest)
+        let plan = try? StartPlan.make(state: read.loaded, health: read.health, manifest: Self.manifest, forcedSlot: nil, applyHealth: read.isTrusted)
+        return (read, plan?.decision ?? SlotDecision(slot: .current, reason: .firstStart))
+    }
+
+    @Test func anUntrustedStateThatRecordsARollbackRunsThePreviousBuild() throws {
+        let directory = try stateDirectory()
+        #expect(startState(directory).0.isTrusted)
+        chmod(directory.path, 0o777)  // an emptyDir's mode
+        let (read, decision) = startState(directory)
+        #expect(!read.isTrusted)
+        #expect(read.trustProblem?.code == .insecurePermissions)
+        #expect(decision.slot == .previous)
+        let found = "The state directory \(directory.path) is writable by other users (owner uid \(geteuid()), mode 777); refusing to trust it: run 'chmod go-w \(directory.path)'"
+        #expect(read.loaded.problemSentence == "\(found); it records that an operator rolled back with rollbackctl on 2026-11-18 11:06:40 UTC: \"bad\", so the previous slot runs, and nothing is written there until it is trusted again.")
+        #expect(decision.explanation == "an operator rolled back with rollbackctl on 2026-11-18 11:06:40 UTC: \"bad\", which is honoured although the state is not trusted: the\(found.dropFirst(3))")
+    }
+
+    @Test func anUntrustedFlagFileIsReadWithoutTrustingIt() throws {
+        let directory = try stateDirectory()
+        chmod(directory.statePath, 0o666)
+        let (read, decision) = startState(directory)
+        #expect(read.trustProblem?.path == directory.statePath)
+        #expect(decision.slot == .previous)
+        // The same file as a link is never followed, so nothing is recorded: the current build.
+        let elsewhere = root + "/elsewhere"
+        rename(directory.statePath, elsewhere)
+        symlink(elsewhere, directory.statePath)
+        let (linked, current) = startState(directory)
+        #expect(!linked.isTrusted)
+        #expect(current.slot == .current)
+        #expect(linked.loaded.problemSentence?.hasSuffix("; ignoring it and running the current slot.") == true)
+    }
+
+    @Test func anUntrustedBadVerdictOnTheCurrentBuildRunsThePreviousBuild() throws {
+        let directory = try stateDirectory(rollback: false, currentBad: true)
+        chmod(directory.path, 0o777)
+        let (read, decision) = startState(directory)
+        #expect(decision.slot == .previous)
+        #expect(read.loaded.untrustedRejection == "the current build (1.2.0) is bad (3 starts without a good mark)")
+        #expect(read.health == HealthRecord(), "untrusted verdicts must not feed automatic rollback")
+    }
+
+    @Test func anUntrustedStateThatRecordsNoRejectionRunsTheCurrentBuild() throws {
+        // No flag at all, and a rollback a newer release superseded (from another build).
+        for (rollback, from) in [(false, Self.c), (true, StartPlanTests.n)] {
+            let directory = try stateDirectory(rollback: rollback, from: from)
+            chmod(directory.path, 0o777)
+            let (read, decision) = startState(directory)
+            #expect(decision.slot == .current, "\(decision)")
+            #expect(read.loaded.untrustedRejection == nil)
+            #expect(decision.explanation.hasPrefix("the state is not trusted and records no rollback: the state directory \(directory.path) is writable by other users"))
+            try FileManager.default.removeItem(atPath: directory.path)
+        }
+    }
+
+    @Test func aDamagedStateIsExplainedInOneSentence() {
+        let damaged = LoadedState(state: .initial, problem: SwitchbackError(.stateInvalid, "The state file /s/state is truncated."))
+        let decision = SlotDecision(slot: .current, reason: .damagedState(damaged))
+        #expect(decision.explanation == "the state file /s/state is truncated; assuming the default (current); run 'rollbackctl rollback' or 'rollbackctl rollforward' to write a fresh one")
+        #expect(SlotDecision.clause("HOME is /") == "HOME is /")
+        #expect(SlotDecision.clause("Reading x failed") == "reading x failed")
+    }
+
     @Test func linksAreResolvedAndEveryStepIsChecked() throws {
         let kept = directory("kept", mode: 0o755)
         try file(kept + "/lib.so", mode: 0o644)
