@@ -195,17 +195,19 @@ import Testing
             "The file \(path) is writable by other users (owner uid \(geteuid()), mode 666); refusing to trust it: run 'chmod go-w \(path)'"
         }
 
+        // Untrusted files are written nowhere and decide nothing but the rejection they record.
+        let honoured = "it records that an operator rolled back with rollbackctl on "
         let state = t.state + "/state"
         try shell("chmod", "666", state)
         let ignored = try t.launcher()
-        #expect(ignored.stdout.hasPrefix(t.greeting(.current)), "the flag of a file others can write was honoured")
-        #expect(ignored.stderr == "launcher: \(writable(state)); ignoring it and running the current slot.\n")
-        try shell("chmod", "600", state)
-
+        #expect(ignored.stdout.hasPrefix(t.greeting(.previous)), "the rollback in a file others can write was undone")
+        #expect(ignored.stderr.hasPrefix("launcher: \(writable(state)); \(honoured)"), "\(ignored)")
+        try shell("rm", state)  // no flag: the verdicts still say the operator rejected the current build
         let health = t.state + "/health"
         try shell("chmod", "666", health)
-        let onTrial = try t.launcher()
-        #expect(onTrial.stderr.contains("launcher: \(writable(health)). Every build is on trial again."), "\(onTrial)")
+        let untrusted = try t.launcher()
+        #expect(untrusted.stdout.hasPrefix(t.greeting(.previous)), "\(untrusted)")
+        #expect(untrusted.stderr.hasPrefix("launcher: \(writable(health)); it records that the current build (\(t.currentVersion)) is bad (an operator rolled back from it"), "\(untrusted)")
 
         let history = t.state + "/history.log"
         try shell("chmod", "666", history)
@@ -239,6 +241,154 @@ import Testing
     }
 }
 
+/// The launcher's own files in a state directory: a start that does not trust the directory
+/// must leave every one of them as it was (the sample app keeps its data there too: not these).
+let launcherFiles = ["state", "history.log", "lock", "health", "verified-slots", "remote", "install-id", "data-state"]
+
+/// Each launcher file in `directory` with its size, mode and modification time.
+func launcherFilesSnapshot(_ directory: String) throws -> [String: String] {
+    var snapshot: [String: String] = [:]
+    for name in launcherFiles {
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: directory + "/" + name) else { continue }
+        snapshot[name] = "\(attributes[.size]!) \(attributes[.posixPermissions]!) \((attributes[.modificationDate] as! Date).timeIntervalSince1970)"
+    }
+    return snapshot
+}
+
+/// What the kubelet does at each mount of a volume with a pod `fsGroup` (unless
+/// `fsGroupChangePolicy: OnRootMismatch`): chgrp -R to the group, g+rw on files, g+rwx and
+/// setgid on directories.
+func kubeletOwnershipPass(_ volume: String, group: gid_t) throws {
+    try shell("chgrp", "-R", String(group), volume)
+    try shell("chmod", "-R", "g+rwX", volume)
+    try shell("find", volume, "-type", "d", "-exec", "chmod", "g+s", "{}", "+")
+}
+
+/// Kubernetes volumes (issue 24, item 6): an emptyDir is mode 0777, and the kubelet's fsGroup
+/// pass makes everything group-writable by the fsGroup. An untrusted state is written
+/// nowhere, but a rollback it records is honoured: the build an operator rejected never runs.
+@Suite struct StateOnSharedVolumeTests {
+    /// The state directory inside a volume mounted at `volume` (created mode 0755).
+    static func volume(_ t: TestBundle) throws -> (volume: String, state: String) {
+        let volume = t.directory + "/volume"
+        try shell("mkdir", "-m", "755", volume)
+        return (volume, volume + "/state")
+    }
+
+    /// (a) An emptyDir's 0777 mount point above the state: a rollback recorded before the
+    /// mode changed is honoured, nothing is written, and the operator is told what to change.
+    @Test func aRollbackUnderAWorldWritableParentStillRunsThePreviousBuild() throws {
+        let t = try TestBundle()
+        let (volume, state) = try Self.volume(t)
+        let environment = ["SWITCHBACK_STATE_DIR": state]
+        #expect(try t.rollbackctl("rollback", "--reason", "1.2.0 corrupts exports", environment: environment).status == 0)
+        #expect(try t.launcher(environment: environment).stdout.hasPrefix(t.greeting(.previous)))
+        try shell("chmod", "777", volume)
+        let before = try launcherFilesSnapshot(state)
+
+        let found = "The directory of the state directory \(volume) is writable by other users (owner uid \(geteuid()), mode 777); refusing to trust it: run 'chmod go-w \(volume)'"
+        for _ in 0..<2 {
+            let result = try t.launcher(environment: environment)
+            #expect(result.status == 0)
+            #expect(result.stdout.hasPrefix(t.greeting(.previous)), "the rejected build ran: \(result)")
+            #expect(result.stderr.hasPrefix("launcher: \(found); it records that an operator rolled back with rollbackctl on "), "\(result)")
+            #expect(result.stderr.hasSuffix(": \"1.2.0 corrupts exports\", so the previous slot runs, and nothing is written there until it is trusted again.\n"), "\(result)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result)")
+        }
+        #expect(try launcherFilesSnapshot(state) == before, "the launcher wrote to an untrusted state directory")
+
+        let status = try t.status(environment: environment)
+        #expect(status["active_slot"] as? String == "previous")
+        #expect(status["rollback"] as? Bool == true)
+        let trust = try #require(status["state_trust"] as? [String: Any])
+        #expect(trust["trusted"] as? Bool == false)
+        #expect(trust["reason"] as? String == found + ".")
+        let text = try t.rollbackctl("status", environment: environment).stdout
+        #expect(text.hasPrefix("The next start runs the previous slot (\(t.previousVersion)) because an operator rolled back with rollbackctl on "), "\(text)")
+        #expect(text.contains("\"1.2.0 corrupts exports\", which is honoured although the state is not trusted: the directory of the state directory \(volume) is writable"), "\(text)")
+        #expect(text.hasSuffix("\nState: not trusted. \(found).\n"), "\(text)")
+
+        // Nothing writes there, rollbackctl included; the mode the operator is told restores it all.
+        let forward = try t.rollbackctl("rollforward", environment: environment)
+        #expect(forward.status == 1)
+        #expect(forward.stderr == "Error: \(found).\n")
+        try shell("chmod", "755", volume)
+        let trusted = try t.launcher(environment: environment)
+        #expect(trusted.stdout.hasPrefix(t.greeting(.previous)) && trusted.stderr.isEmpty, "\(trusted)")
+        let restored = try #require(try t.status(environment: environment)["state_trust"] as? [String: Any])
+        #expect(restored["trusted"] as? Bool == true)
+        #expect(restored["reason"] is NSNull)
+    }
+
+    /// (a) The same parent before any rollback: the state records nothing, so the current
+    /// build runs (with the line), and `rollbackctl rollback` says what to change.
+    @Test func aFreshStateUnderAWorldWritableParentIsRefusedWithTheFix() throws {
+        let t = try TestBundle()
+        let (volume, state) = try Self.volume(t)
+        let environment = ["SWITCHBACK_STATE_DIR": state]
+        try shell("chmod", "777", volume)
+        let found = "The directory of the state directory \(volume) is writable by other users (owner uid \(geteuid()), mode 777); refusing to trust it: run 'chmod go-w \(volume)'"
+        let result = try t.launcher(environment: environment)
+        #expect(result.status == 0)
+        #expect(result.stdout.hasPrefix(t.greeting(.current)))
+        #expect(result.stderr == "launcher: \(found); ignoring it and running the current slot.\n")
+        let rollback = try t.rollbackctl("rollback", environment: environment)
+        #expect(rollback.status == 1)
+        #expect(rollback.stderr == "Error: \(found).\n")
+        let status = try t.status(environment: environment)
+        #expect(status["explanation"] as? String == "The next start runs the current slot (\(t.currentVersion)) because the state is not trusted and records no rollback: the\(found.dropFirst(3)).")
+        #expect((status["state_trust"] as? [String: Any])?["reason"] as? String == found + ".")
+    }
+
+    /// (b) After an operator's rollback, the kubelet chgrp's the volume to an fsGroup this
+    /// process does not run as: the state is untrusted, and the rejected build still never runs.
+    @Test func aRollbackSurvivesTheKubeletsPassToAnotherGroup() throws {
+        let t = try TestBundle()
+        let (volume, state) = try Self.volume(t)
+        let environment = ["SWITCHBACK_STATE_DIR": state]
+        #expect(try t.rollbackctl("rollback", "--reason", "1.2.0 corrupts exports", environment: environment).status == 0)
+        #expect(try t.launcher(environment: environment).stdout.hasPrefix(t.greeting(.previous)))
+        let fsGroup: gid_t = 4242
+        try kubeletOwnershipPass(volume, group: fsGroup)
+        let before = try launcherFilesSnapshot(state)
+
+        // The first directory the walk finds wrong is the volume's mount point (root's, 2775 now).
+        let found = "The directory of the state directory \(volume) is writable by its group (owner uid 0, group \(fsGroup), mode 2775), and group \(fsGroup) is not this process's group (\(getegid())); refusing to trust it: run 'chmod g-w \(volume)', or run this program with group \(fsGroup) as its group (in Kubernetes: runAsGroup equal to fsGroup)"
+        // Container restarts: each start, and the kubelet's pass again at each mount.
+        for _ in 0..<3 {
+            let result = try t.launcher(environment: environment)
+            #expect(!(result.status == 0 && result.stdout.hasPrefix(t.greeting(.current))), "the rejected build ran: \(result)")
+            #expect(result.status == 0)
+            #expect(result.stdout.hasPrefix(t.greeting(.previous)), "\(result)")
+            #expect(result.stderr.hasPrefix("launcher: \(found); it records that an operator rolled back with rollbackctl on "), "\(result)")
+            #expect(result.stderr.split(separator: "\n").count == 1, "\(result)")
+            try kubeletOwnershipPass(volume, group: fsGroup)
+        }
+        #expect(try launcherFilesSnapshot(state) == before, "the launcher wrote to an untrusted state directory")
+
+        let status = try t.status(environment: environment)
+        #expect(status["active_slot"] as? String == "previous")
+        let trust = try #require(status["state_trust"] as? [String: Any])
+        #expect(trust["trusted"] as? Bool == false)
+        #expect(trust["reason"] as? String == found + ".")
+        // A forced slot is still the operator's to choose.
+        #expect(try t.launcher(environment: environment.merging(["SWITCHBACK_SLOT": "current"]) { $1 }).stdout.hasPrefix(t.greeting(.current)))
+    }
+
+    /// (b) The same pass when the files, not the directory, are what changed: a state file
+    /// others can write is read without trusting it, and its rollback honoured.
+    @Test func aRollbackInAStateFileOthersCanWriteIsHonoured() throws {
+        let t = try TestBundle()
+        #expect(try t.rollbackctl("rollback").status == 0)
+        try shell("chmod", "755", t.state)
+        try shell("chmod", "666", t.state + "/state")
+        let result = try t.launcher()
+        #expect(result.stdout.hasPrefix(t.greeting(.previous)), "\(result)")
+        #expect(result.stderr.hasPrefix("launcher: The file \(t.state)/state is writable by other users (owner uid \(geteuid()), mode 666); refusing to trust it: run 'chmod go-w \(t.state)/state'; it records that an operator rolled back"), "\(result)")
+        #expect((try t.status()["state_trust"] as? [String: Any])?["trusted"] as? Bool == false)
+    }
+}
+
 /// The cases that need a second user: files owned by another uid, and another uid holding
 /// the lock. Runs as root (it creates the user `switchback-other` if missing).
 @Suite(.enabled(if: geteuid() == 0, "needs root to create files owned by a second uid and run a process as that uid"))
@@ -253,16 +403,19 @@ struct StrictModeSecondUserTests {
             return "The \(what) \(path) is owned by another user (owner uid \(other), mode \(mode)); refusing to trust it: run 'chown 0 \(path)' or remove it"
         }
 
+        // Another user's files are written nowhere; a rollback they record still counts (the
+        // most it can do is run the previous build, which the manifest verifies).
+        let honoured = "it records that an operator rolled back with rollbackctl on "
         let state = t.state + "/state"
         try shell("chown", String(other), state)
         let ignored = try t.launcher()
-        #expect(ignored.stdout.hasPrefix(t.greeting(.current)), "the flag of another user's file was honoured")
-        #expect(ignored.stderr == "launcher: \(try owned(state)); ignoring it and running the current slot.\n")
+        #expect(ignored.stdout.hasPrefix(t.greeting(.previous)), "\(ignored)")
+        #expect(ignored.stderr.hasPrefix("launcher: \(try owned(state)); \(honoured)"), "\(ignored)")
         try shell("chown", "0", state)
 
         let health = t.state + "/health"
         try shell("chown", String(other), health)
-        #expect(try t.launcher().stderr.contains("launcher: \(try owned(health)). Every build is on trial again."))
+        #expect(try t.launcher().stderr.hasPrefix("launcher: \(try owned(health)); \(honoured)"))
 
         let history = t.state + "/history.log"
         try shell("chown", String(other), history)
@@ -285,10 +438,15 @@ struct StrictModeSecondUserTests {
         #expect(fellBack.stderr == "launcher: \(try owned(slot, what: "previous slot")). Running the current slot (\(t.currentVersion)) instead.\n")
         try shell("chown", "0", slot)
 
+        // The fallback above ran the current build, which moved the data up: the previous build
+        // the untrusted state still asks for cannot read it, and converting it back would write
+        // there, so the start stops rather than run either.
         try shell("chown", String(other), t.state)
         let untrusted = try t.launcher()
-        #expect(untrusted.stdout.hasPrefix(t.greeting(.current)), "\(untrusted)")
-        #expect(untrusted.stderr == "launcher: \(try owned(t.state, what: "state directory")); ignoring it and running the current slot.\n")
+        #expect(untrusted.status == 70, "\(untrusted)")
+        #expect(untrusted.stdout.isEmpty, "\(untrusted)")
+        #expect(untrusted.stderr.hasPrefix("launcher: \(try owned(t.state, what: "state directory")); \(honoured)"), "\(untrusted)")
+        #expect(untrusted.stderr.hasSuffix(", but the previous slot (\(t.previousVersion)) cannot run on the data: its reader floor is \(t.currentVersion), and converting it back would write to a state directory the launcher does not trust; fix its permissions as said, then start again.\n"), "\(untrusted)")
         let write = try t.rollbackctl("rollforward")
         #expect(write.status == 1)
         #expect(write.stderr == "Error: \(try owned(t.state, what: "state directory")).\n")
@@ -343,6 +501,99 @@ struct StrictModeSecondUserTests {
         #expect(elapsed >= 9.5 && elapsed < 25, "waited \(elapsed) s")
         #expect(!FileManager.default.fileExists(atPath: t.state + "/state"))
     }
+}
+
+/// A non-root user as a Kubernetes pod runs the app (`runAsUser`, `runAsGroup` and `fsGroup`
+/// all its own private group), with only the environment given: no HOME unless it is set.
+@Suite(.enabled(if: geteuid() == 0, "needs root to create a user and run the bundle as it"))
+struct NonRootStateTests {
+    /// Runs `program` of the bundle as the pod user, from /, with exactly `environment`.
+    static func run(_ t: TestBundle, _ program: String, _ arguments: [String] = [], environment: [String: String]) throws -> ProcessResult {
+        let user = try PodUser.ids()
+        let variables = environment.merging(["PATH": "/usr/bin:/bin"]) { a, _ in a }.map { "\($0.key)=\($0.value)" }.sorted()
+        return try runProcess("/usr/bin/setpriv", ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups",
+                                                   "/usr/bin/env", "-i", "-C", "/"] + variables + [t.bundle + "/bin/" + program] + arguments)
+    }
+
+    /// A bundle the pod user can run, and a volume the kubelet has chgrp'ed to its group.
+    static func podBundle() throws -> (TestBundle, volume: String, state: String) {
+        let t = try TestBundle()
+        try shell("chmod", "755", t.directory)
+        let volume = t.directory + "/volume"
+        try shell("mkdir", "-m", "755", volume)
+        try kubeletOwnershipPass(volume, group: try PodUser.ids().gid)
+        return (t, volume, volume + "/state")
+    }
+
+    /// (c) runAsUser, runAsGroup and fsGroup the same private group: after the kubelet's pass
+    /// (group-writable, setgid) the state is trusted, and a rollback survives restarts.
+    @Test func theStateStaysTrustedWhenFsGroupIsTheUsersOwnGroup() throws {
+        let (t, volume, state) = try Self.podBundle()
+        let user = try PodUser.ids()
+        let environment = ["SWITCHBACK_STATE_DIR": state, "HOME": "/"]
+        let first = try Self.run(t, "launcher", environment: environment)
+        #expect(first.status == 0 && first.stdout.hasPrefix(t.greeting(.current)), "\(first)")
+        #expect(first.stderr.isEmpty, "\(first)")
+        #expect(try Self.run(t, "rollbackctl", ["rollback", "--reason", "1.2.0 corrupts exports"], environment: environment).status == 0)
+
+        for restart in 0..<3 {
+            try kubeletOwnershipPass(volume, group: user.gid)
+            let info = try FileManager.default.attributesOfItem(atPath: state)
+            #expect(info[.posixPermissions] as? Int == 0o2770, "restart \(restart): the pass left \(info[.posixPermissions]!)")
+            #expect(info[.groupOwnerAccountID] as? Int == Int(user.gid))
+            let result = try Self.run(t, "launcher", environment: environment)
+            #expect(result.status == 0, "\(result)")
+            #expect(result.stdout.hasPrefix(t.greeting(.previous)), "restart \(restart): \(result)")
+            #expect(result.stderr.isEmpty, "restart \(restart): the state was not trusted: \(result)")
+        }
+        let status = try Self.run(t, "rollbackctl", ["status", "--json"], environment: environment)
+        let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+        #expect(json?["active_slot"] as? String == "previous")
+        let trust = try #require(json?["state_trust"] as? [String: Any])
+        #expect(trust["trusted"] as? Bool == true)
+        #expect(trust["reason"] is NSNull)
+        // The operator can still write there: the rollforward is recorded and runs the current build.
+        #expect(try Self.run(t, "rollbackctl", ["rollforward"], environment: environment).status == 0)
+        try kubeletOwnershipPass(volume, group: user.gid)
+        #expect(try Self.run(t, "launcher", environment: environment).stdout.hasPrefix(t.greeting(.current)))
+    }
+
+    /// (d) A container user with no passwd entry gets HOME=/, or none at all: no default
+    /// under //.local, but one sentence naming SWITCHBACK_STATE_DIR, from both programs.
+    @Test func noHomeOrHomeSlashIsRefusedInOneSentence() throws {
+        let (t, _, _) = try Self.podBundle()
+        for (environment, home) in [([String: String](), "not set"), (["HOME": "/"], "/")] {
+            let sentence = "No state directory: HOME is \(home) and SWITCHBACK_STATE_DIR is not set; set SWITCHBACK_STATE_DIR to a directory this user can own, such as /var/lib/dev.switchback.sample."
+            let launcher = try Self.run(t, "launcher", environment: environment)
+            #expect(launcher.status == 70, "\(launcher)")
+            #expect(launcher.stderr == "launcher: \(sentence)\n")
+            #expect(launcher.stdout.isEmpty)
+            let status = try Self.run(t, "rollbackctl", ["status"], environment: environment)
+            #expect(status.status == 1, "\(status)")
+            #expect(status.stderr == "Error: \(sentence)\n")
+            #expect(status.stdout.isEmpty)
+        }
+        #expect(!FileManager.default.fileExists(atPath: "//.local/state/dev.switchback.sample"))
+    }
+}
+
+/// The user a pod runs as in `NonRootStateTests`: its own group (`--user-group`), which no
+/// other account shares, stands for runAsGroup and fsGroup.
+enum PodUser {
+    static let name = "switchback-pod"
+
+    static func ids() throws -> (uid: uid_t, gid: gid_t) {
+        try created.get()
+    }
+
+    private static let created: Result<(uid: uid_t, gid: gid_t), TestFailure> = {
+        func found() -> (uid: uid_t, gid: gid_t)? { getpwnam(name).map { ($0.pointee.pw_uid, $0.pointee.pw_gid) } }
+        if let ids = found() { return .success(ids) }
+        let group = getgrnam(name) != nil ? ["--gid", name] : ["--user-group"]
+        let result = try? runProcess("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin"] + group + [name])
+        if let ids = found() { return .success(ids) }
+        return .failure(TestFailure("useradd \(name) failed: \(result.map(\.description) ?? "not run")"))
+    }()
 }
 
 /// A second, unprivileged user for the tests that need files owned by someone else.

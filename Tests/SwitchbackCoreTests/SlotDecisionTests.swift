@@ -53,13 +53,14 @@ import Testing
         let loaded = LoadedState(state: rolledBack, problem: problem, recoveredFromHistory: true)
         let decision = try SlotDecision.decide(state: loaded, forcedSlot: nil)
         #expect(decision.slot == .previous)
-        #expect(decision.explanation.contains("The state file /s/state is empty; assuming the last choice in the history (previous, set by cli)"))
+        // The end of "because ...": its first word in lower case.
+        #expect(decision.explanation.hasPrefix("the state file /s/state is empty; assuming the last choice in the history (previous, set by cli)"))
     }
 
     @Test func fallbackRunsTheOtherSlotAndNamesTheFailure() throws {
         let decision = try SlotDecision.decide(state: LoadedState(state: rolledBack), forcedSlot: nil)
             .fallingBack(failure: "The previous slot at /b is truncated: 1 of 2 bytes.")
         #expect(decision.slot == .current)
-        #expect(decision.explanation == "the previous slot cannot run (The previous slot at /b is truncated: 1 of 2 bytes)")
+        #expect(decision.explanation == "the previous slot cannot run (the previous slot at /b is truncated: 1 of 2 bytes)")
     }
 }

@@ -12,6 +12,8 @@ struct StatusReport {
     var sentence: String
     var state: PersistedState
     var stateProblem: String?
+    /// Why the state cannot be trusted (`StartState`), one sentence; nil when it can.
+    var untrustedBecause: String?
     var slots: [BuildSlot: (record: Manifest.SlotRecord, problem: String?)]
     var health: [BuildSlot: SlotHealth]
     var stateDirectory: String
@@ -72,18 +74,18 @@ struct StatusReport {
     /// Makes the report the way the launcher decides: the persisted choice (or
     /// SWITCHBACK_SLOT), then the file checks that would make it fall back.
     init(workspace: Workspace) throws(CommandError) {
-        let loaded: LoadedState
-        do {
-            try workspace.directory.checkPermissions()
-            loaded = workspace.store.load()
-        } catch {
-            loaded = LoadedState(state: .initial, problem: error)
-        }
-        let healthRecord = workspace.health.load().record
+        // What the launcher reads, by the same rules: an untrusted state decides only through
+        // a rejection it records, and its verdicts count for nothing.
+        var directoryProblem: SwitchbackError?
+        do { try workspace.directory.checkPermissions() } catch { directoryProblem = error }
+        let read = StartState.load(directory: workspace.directory, directoryProblem: directoryProblem, manifest: workspace.manifest)
+        let loaded = read.loaded
+        let healthRecord = read.health
+        untrustedBecause = read.trustProblem?.message
         let plan: StartPlan
         do {
             plan = try StartPlan.make(state: loaded, health: healthRecord, manifest: workspace.manifest,
-                                      forcedSlot: environmentValue("SWITCHBACK_SLOT"))
+                                      forcedSlot: environmentValue("SWITCHBACK_SLOT"), applyHealth: read.isTrusted)
         } catch {
             throw .failure(error.message)
         }
@@ -226,7 +228,9 @@ struct StatusReport {
             guard let (record, problem) = slots[slot] else { continue }
             let build = record.build.isEmpty ? "" : " build \(record.build)"
             let verdict = health[slot].map { ", \($0.summary)" } ?? ""
-            lines.append("\(slot.rawValue + String(repeating: " ", count: max(0, 9 - slot.rawValue.count))) \(record.version)\(build): \(problem ?? "ok")\(verdict)")
+            // The problem is a whole sentence: it goes after the verdict, not before its comma.
+            let checks = problem == nil ? "ok" : "cannot run"
+            lines.append("\(slot.rawValue + String(repeating: " ", count: max(0, 9 - slot.rawValue.count))) \(record.version)\(build): \(checks)\(verdict)\(problem.map { ". \($0)" } ?? "")")
         }
         if isFirstRelease {
             lines.append("Previous slot: the same build as the current one (a first release): rollbacks are refused until the next release pins this one.")
@@ -250,6 +254,7 @@ struct StatusReport {
             }
         }
         lines.append("State directory: \(stateDirectory)")
+        if let untrustedBecause { lines.append("State: not trusted. \(untrustedBecause)") }
         return lines.joined(separator: "\n")
     }
 
@@ -293,6 +298,7 @@ struct StatusReport {
             "from_build": state.fromBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? JSON.null,
             "to_build": state.toBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? JSON.null,
             "state_problem": stateProblem ?? JSON.null,
+            "state_trust": ["trusted": untrustedBecause == nil, "reason": untrustedBecause ?? JSON.null] as [String: Any],
             "slots": slotObjects,
             "state_directory": stateDirectory,
             "supervisor": supervisor.map { record -> [String: Any] in

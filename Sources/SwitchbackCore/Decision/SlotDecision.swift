@@ -9,6 +9,9 @@ public struct SlotDecision: Sendable, Equatable {
         case persisted(PersistedState)
         /// The state file is damaged; the choice was recovered or defaulted (see LoadedState).
         case damagedState(LoadedState)
+        /// The state is not trusted (see `StartState`): the previous slot when it records a
+        /// rejection of the current build, else the current one.
+        case untrustedState(LoadedState)
         /// `SWITCHBACK_SLOT` forces it for this run.
         case forcedByEnvironment
         /// The chosen slot could not run; this one runs instead.
@@ -48,6 +51,9 @@ public struct SlotDecision: Sendable, Equatable {
             }
             return SlotDecision(slot: slot, reason: .forcedByEnvironment)
         }
+        if state.isUntrusted {
+            return SlotDecision(slot: state.untrustedRejection == nil ? .current : .previous, reason: .untrustedState(state))
+        }
         if state.problem != nil { return SlotDecision(slot: state.state.slot, reason: .damagedState(state)) }
         if state.isFirstStart { return SlotDecision(slot: .current, reason: .firstStart) }
         return SlotDecision(slot: state.state.slot, reason: .persisted(state.state))
@@ -66,11 +72,15 @@ public struct SlotDecision: Sendable, Equatable {
         case .persisted(let state):
             return Self.explain(state)
         case .damagedState(let loaded):
-            return loaded.problemSentence.map { String($0.dropLast()) } ?? "the state file is damaged"
+            return loaded.problemSentence.map { Self.clause(String($0.dropLast())) } ?? "the state file is damaged"
+        case .untrustedState(let loaded):
+            let found = loaded.problem.map { Self.clause($0.clause) } ?? "it failed the strict checks"
+            guard let rejection = loaded.untrustedRejection else { return "the state is not trusted and records no rollback: \(found)" }
+            return "\(rejection), which is honoured although the state is not trusted: \(found)"
         case .forcedByEnvironment:
             return "SWITCHBACK_SLOT=\(slot.rawValue) forces it for this run"
         case .fallback(let failed, let failure):
-            return "the \(failed.rawValue) slot cannot run (\(failure.hasSuffix(".") ? String(failure.dropLast()) : failure))"
+            return "the \(failed.rawValue) slot cannot run (\(Self.clause(failure.hasSuffix(".") ? String(failure.dropLast()) : failure)))"
         case .markedBad(let failed, let why):
             return "the \(failed.rawValue) build \(why)"
         case .bothBad:
@@ -82,6 +92,14 @@ public struct SlotDecision: Sendable, Equatable {
         case .supersededByRelease(let rollback, let current):
             return StartPlan.supersessionReason(rollback, current: current)
         }
+    }
+
+    /// A sentence made the end of another ("because the state file ..."): its first word in
+    /// lower case when it is a capitalised word ("The", "Reading"), not a name ("HOME").
+    static func clause(_ sentence: String) -> String {
+        let bytes = Array(sentence.utf8.prefix(2))
+        guard bytes.count == 2, (0x41...0x5A).contains(bytes[0]), (0x61...0x7A).contains(bytes[1]) else { return sentence }
+        return String(decoding: [bytes[0] + 0x20], as: UTF8.self) + String(Substring(sentence.utf8.dropFirst()))
     }
 
     static func explain(_ state: PersistedState) -> String {

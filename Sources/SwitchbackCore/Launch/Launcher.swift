@@ -33,15 +33,19 @@ public enum Launcher {
 
         let earlierFailure = takeEarlierFailure()
         let (directory, permissionProblem) = stateDirectory(appID: manifest.appID)
-        let trusted = permissionProblem == nil
-        if !Supervisor.isChild, trusted {
+        if !Supervisor.isChild, permissionProblem == nil {
             checkRemoteDirective(manifest: manifest, directory: directory, bundleRoot: bundleRoot)
             if SwitchJournal.exists(in: directory),
                let note = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory).recover() {
                 printError("launcher: \(note)")
             }
         }
-        let loaded = permissionProblem.map { LoadedState(state: .initial, problem: $0) } ?? StateStore(directory: directory).load()
+        // An untrusted state (the directory, the flag or the verdicts) is written nowhere and
+        // decides only one thing: a rejection of the current build it records runs the
+        // previous build (StartState); otherwise the current one runs, as the message says.
+        let read = StartState.load(directory: directory, directoryProblem: permissionProblem, manifest: manifest)
+        let trusted = read.isTrusted
+        let loaded = read.loaded
         if Supervisor.isChild {
             Supervisor.adoptParent()
         } else if Supervisor.isEnabled(manifest: manifest) {
@@ -52,13 +56,11 @@ public enum Launcher {
         // Plan (pure), then act: the state, the verdicts and the manifest decide the slot.
         let health = HealthStore(directory: directory)
         let forced = environmentValue("SWITCHBACK_SLOT")
-        // An untrusted state file is ignored outright: the current slot runs, as the message says.
-        let planned = trusted && loaded.problem?.code != .insecurePermissions && earlierFailure == nil && (forced ?? "").isEmpty
+        let planned = trusted && earlierFailure == nil && (forced ?? "").isEmpty
         var record = HealthRecord()
         if planned {
-            let (read, problem) = health.load()
-            record = read
-            if let problem { printError("launcher: \(problem.message) Every build is on trial again.") }
+            record = read.health
+            if let problem = read.healthProblem { printError("launcher: \(problem.message) Every build is on trial again.") }
         }
         var decision: SlotDecision
         do {
@@ -88,6 +90,12 @@ public enum Launcher {
             }
         }
         // The previous build never starts on data it cannot read: convert first, or refuse.
+        // In an untrusted directory nothing is converted (that writes): the start stops instead.
+        if !trusted && decision.slot == .previous && !decision.isForced,
+           let problem = untrustedDataProblem(manifest: manifest, directory: directory) {
+            let found = loaded.problem?.clause ?? "The state is not trusted"
+            fail("\(found)\(loaded.untrustedRejection.map { "; it records that \($0), but" } ?? ";") \(problem)")
+        }
         if trusted && decision.slot == .previous,
            let problem = ensureDataReadableByPrevious(bundleRoot: bundleRoot, manifest: manifest, directory: directory) {
             if decision.isForced { fail("\(problem) SWITCHBACK_SLOT forces the previous slot, so the launcher stops here.") }
@@ -207,9 +215,25 @@ public enum Launcher {
     /// The state directory, and why it is not trusted (another user could write it), if so.
     static func stateDirectory(appID: String) -> (StateDirectory, SwitchbackError?) {
         let directory: StateDirectory
-        do { directory = try StateDirectory.resolve(appID: appID) } catch { fail(error.message, code: 64) }
+        do { directory = try StateDirectory.resolve(appID: appID) } catch {
+            // A relative path is a usage error (64); no state directory at all (HOME unset or
+            // /) is a broken environment, refused like any other start (70).
+            fail(error.message, code: error.code == .invalidArgument ? 64 : failureExitCode)
+        }
         do { try directory.checkPermissions() } catch { return (directory, error) }
         return (directory, nil)
+    }
+
+    /// Why the previous build cannot run on the data of an untrusted state directory, as a
+    /// clause: the current build published a reader floor above the previous version (read
+    /// without trusting it, like the state), and converting the data back would write there.
+    /// Nil when nothing says so.
+    static func untrustedDataProblem(manifest: Manifest, directory: StateDirectory) -> String? {
+        let path = DataState.path(in: directory)
+        guard let bytes = FileSystem.readUntrusted("data-state", in: directory.path),
+              let published = try? DataState.parse(bytes, path: path), published.mismatch(with: manifest) == nil,
+              !published.isReadable(by: manifest.previous.version) else { return nil }
+        return "the previous slot (\(manifest.previous.version)) cannot run on the data: its reader floor is \(published.readerFloor ?? ""), and converting it back would write to a state directory the launcher does not trust; fix its permissions as said, then start again."
     }
 
     /// The remote directive (docs/remote.md): by default, when the last check is older than

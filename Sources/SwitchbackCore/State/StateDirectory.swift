@@ -17,7 +17,9 @@ public struct StateDirectory: Sendable, Equatable {
     /// command, is made absolute against the working directory once, here. A relative
     /// `SWITCHBACK_STATE_DIR` or `HOME` is refused (`.invalidArgument`): inherited by every
     /// process, it would silently split one install into one state per working directory.
-    /// A relative `XDG_STATE_HOME` is ignored, as the XDG specification says.
+    /// A relative `XDG_STATE_HOME` is ignored, as the XDG specification says. With none of
+    /// the three and `HOME` unset, empty or `/`, there is no default: `.noStateDirectory`,
+    /// with a sentence naming `SWITCHBACK_STATE_DIR`.
     public static func resolve(explicit: String? = nil, appID: String,
                                environment: (String) -> String? = environmentValue) throws(SwitchbackError) -> StateDirectory {
         let chosen: String
@@ -30,13 +32,16 @@ public struct StateDirectory: Sendable, Equatable {
             chosen = value
         } else if let value = environment("XDG_STATE_HOME"), value.hasPrefix("/") {
             chosen = value + "/" + appID
-        } else if let home = environment("HOME"), !home.isEmpty {
+        } else if let home = environment("HOME"), !home.isEmpty, home != "/" {
             guard home.hasPrefix("/") else {
                 throw SwitchbackError(.invalidArgument, "HOME is the relative path '\(home)', so the state directory would differ in every working directory; set HOME or SWITCHBACK_STATE_DIR to an absolute path.")
             }
             chosen = home + "/.local/state/" + appID
         } else {
-            throw SwitchbackError(.invalidArgument, "No state directory: set SWITCHBACK_STATE_DIR or HOME.")
+            // HOME=/ is what a container gives a user with no passwd entry (Kubernetes'
+            // runAsUser): //.local/state is no place for state, and usually not creatable.
+            let home = environment("HOME").map { $0.isEmpty ? "empty" : "/" } ?? "not set"
+            throw SwitchbackError(.noStateDirectory, "No state directory: HOME is \(home) and SWITCHBACK_STATE_DIR is not set; set SWITCHBACK_STATE_DIR to a directory this user can own, such as /var/lib/\(appID).")
         }
         if chosen.hasPrefix("/") { return StateDirectory(path: chosen) }
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX))

@@ -9,20 +9,32 @@ public struct LoadedState: Sendable, Equatable {
     public var recoveredFromHistory: Bool
     /// True when there was no state file: the normal first start.
     public var isFirstStart: Bool
+    /// When the state is not trusted (`isUntrusted`): the rejection of the current build it
+    /// records, as a clause ("an operator rolled back with rollbackctl on ..."), which a start
+    /// honours by running the previous build; nil when it records none (see `StartState`).
+    public var untrustedRejection: String?
 
-    public init(state: PersistedState, problem: SwitchbackError? = nil, recoveredFromHistory: Bool = false, isFirstStart: Bool = false) {
+    public init(state: PersistedState, problem: SwitchbackError? = nil, recoveredFromHistory: Bool = false, isFirstStart: Bool = false,
+                untrustedRejection: String? = nil) {
         self.state = state
         self.problem = problem
         self.recoveredFromHistory = recoveredFromHistory
         self.isFirstStart = isFirstStart
+        self.untrustedRejection = untrustedRejection
     }
 
-    /// One sentence for a damaged file: what was found and what is assumed.
+    /// True when the state directory or a file that decides a start failed the strict checks
+    /// (`problem` is `.insecurePermissions`): nothing in it is written, and only a rejection it
+    /// records counts.
+    public var isUntrusted: Bool { problem?.code == .insecurePermissions }
+
+    /// One sentence for a damaged or untrusted state: what was found and what is assumed.
     public var problemSentence: String? {
         guard let problem else { return nil }
         let found = problem.clause
         if problem.code == .insecurePermissions {
-            return "\(found); ignoring it and running the current slot."
+            guard let untrustedRejection else { return "\(found); ignoring it and running the current slot." }
+            return "\(found); it records that \(untrustedRejection), so the previous slot runs, and nothing is written there until it is trusted again."
         }
         let assumed = recoveredFromHistory
             ? "assuming the last choice in the history (\(state.slot.rawValue), set by \(state.source.rawValue))"

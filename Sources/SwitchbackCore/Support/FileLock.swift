@@ -8,7 +8,7 @@ import Glibc
 ///
 /// The lock file must be ours: it is opened with `O_NOFOLLOW` and refused
 /// (`.insecurePermissions`) when it is a link, not a regular file, owned by another user
-/// than this one or root, or writable by group or others. Waiting is bounded: a lock still
+/// than this one or root, or writable by others than its owner (see `StrictModes`). Waiting is bounded: a lock still
 /// held after `defaultTimeout` seconds throws `.lockFailed` with a sentence that names the
 /// file, so a process of another user that opened it cannot block the operator forever.
 /// Once a wait for a path timed out, later waits for it in the same process fail at once:

@@ -8,7 +8,7 @@ import Glibc
 /// `read`, `replace` and `appendDurably` are for files Switchback trusts (the manifest, the
 /// state directory's files): they never follow a symbolic link as the last component
 /// (`O_NOFOLLOW`) and refuse, with `.insecurePermissions`, a file that is not regular, is
-/// owned by another user than this one or root, or is writable by group or others (checked
+/// owned by another user than this one or root, or is writable by others than its owner (`StrictModes`; checked
 /// with `fstat` on the opened descriptor, so the file checked is the file read).
 public enum FileSystem {
     /// Reads a whole trusted file. Returns nil when it does not exist; throws

@@ -7,7 +7,8 @@ import Glibc
 /// directory and each file in it.
 ///
 /// - A trusted file or directory is owned by the effective user or root and is not writable
-///   by group or others.
+///   by others; writable by its group only when that group is this process's own private
+///   group (its effective group, which no other account has: `checkSharedWrite`).
 /// - Every directory on the way to it, from `/` down, passes the same check, except that a
 ///   *sticky* directory (mode +t, like /tmp) may be writable by others when it is an
 ///   ancestor: there nobody else can rename or remove our entries. The directory that holds
@@ -21,8 +22,9 @@ public enum StrictModes {
     static let maximumLinks = 40
 
     /// Throws `.insecurePermissions` unless `info` (of `path`) is owned by this user or root
-    /// and not writable by group or others; `sticky` accepts a world-writable sticky
-    /// directory (an ancestor). `what` names the file in the sentence ("state directory").
+    /// and not writable by others, nor by its group unless that is this process's private
+    /// group; `sticky` accepts a world-writable sticky directory (an ancestor). `what` names
+    /// the file in the sentence ("state directory").
     public static func checkOwnerAndMode(_ info: stat, path: String, what: @autoclosure () -> String, sticky: Bool = false) throws(SwitchbackError) {
         let mode = info.st_mode & 0o7777
         // Built only on refusal: this runs some 40 times per start.
@@ -32,8 +34,35 @@ public enum StrictModes {
             throw SwitchbackError(.insecurePermissions, "The \(what()) \(path) is owned by another user (\(found())); refusing to trust it: run 'chown \(me) \(path)' or remove it.", path: path)
         }
         if mode & FileMode.sharedWrite != 0 && !(sticky && mode & FileMode.sticky != 0) {
-            throw SwitchbackError(.insecurePermissions, "The \(what()) \(path) is writable by other users (\(found())); refusing to trust it: run 'chmod go-w \(path)'.", path: path)
+            try checkSharedWrite(info, path: path, what: what(), user: geteuid(), group: getegid()) { () throws(SwitchbackError) in try Accounts.system() }
         }
+    }
+
+    /// The slow path of `checkOwnerAndMode`, for a file or directory writable by more than its
+    /// owner (and not a sticky ancestor): throws unless only its group may write it and that
+    /// group is the private group of `user` running as `group` (`Accounts.whyNotPrivate`), the
+    /// rule Debian's OpenSSH applies to StrictModes ("user-group-modes"). That is what a
+    /// Kubernetes volume with `fsGroup` equal to the pod's `runAsGroup` looks like after the
+    /// kubelet's ownership pass (g+rw, directories g+rwxs). `accounts` is read only here.
+    @inline(never)
+    static func checkSharedWrite(_ info: stat, path: String, what: String, user: uid_t, group: gid_t,
+                                 accounts: () throws(SwitchbackError) -> Accounts) throws(SwitchbackError) {
+        let mode = info.st_mode & 0o7777
+        if mode & FileMode.worldWrite != 0 {
+            throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is writable by other users (owner uid \(info.st_uid), mode \(String(mode, radix: 8))); refusing to trust it: run 'chmod go-w \(path)'.", path: path)
+        }
+        let why: String
+        do {
+            guard let reason = try accounts().whyNotPrivate(info.st_gid, user: user, effectiveGroup: group) else { return }
+            why = reason
+        } catch {
+            why = "whether other accounts share group \(info.st_gid) is unknown (\(error.clause))"
+        }
+        let found = "owner uid \(info.st_uid), group \(info.st_gid), mode \(String(mode, radix: 8))"
+        let alternative = info.st_gid == group
+            ? ", or give group \(info.st_gid) to this user alone"
+            : ", or run this program with group \(info.st_gid) as its group (in Kubernetes: runAsGroup equal to fsGroup)"
+        throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is writable by its group (\(found)), and \(why); refusing to trust it: run 'chmod g-w \(path)'\(alternative).", path: path)
     }
 
     /// Walks `path` (absolute) from `/` and returns it with every symbolic link resolved.
@@ -134,7 +163,7 @@ public enum StrictModes {
     }
 
     /// Checks the directory at `path`, the top of a trusted tree (the bundle root, the state
-    /// directory): not a link, owned by this user or root, not writable by group or others;
+    /// directory): not a link, owned by this user or root, writable by no one else (`checkOwnerAndMode`);
     /// its ancestors are walked as `resolve` does, a sticky one accepted. Returns false when
     /// it does not exist.
     @discardableResult
@@ -161,7 +190,7 @@ public enum StrictModes {
     }
 
     /// `fstat(2)` of an open descriptor, then the strict check: owned by this user or root,
-    /// not writable by group or others (`.insecurePermissions`), and a regular file (else a
+    /// writable by no one else (`checkOwnerAndMode`, `.insecurePermissions`), and a regular file (else a
     /// plain read failure, `.ioFailure`: only a trusted user could have put it there).
     public static func checkOpenFile(_ fd: Int32, path: String, what: String) throws(SwitchbackError) -> stat {
         var info = stat()
@@ -286,6 +315,8 @@ enum FileMode {
     static let symbolicLink: mode_t = 0o120_000
     /// Writable by the group or by others.
     static let sharedWrite: mode_t = 0o022
+    /// Writable by others.
+    static let worldWrite: mode_t = 0o002
     static let sticky: mode_t = 0o1_000
 
     /// The file type of `info`: compare with `regular`, `directory`, `symbolicLink`.

@@ -29,6 +29,9 @@ public struct SwitchbackError: Error, CustomStringConvertible, Equatable, Sendab
         case cryptoUnavailable
         case invalidArgument
         case lockFailed
+        /// Nothing names a state directory (no SWITCHBACK_STATE_DIR, and HOME unset or /):
+        /// a broken environment, not a usage error.
+        case noStateDirectory
     }
 
     /// What kind of failure this is.

@@ -97,8 +97,8 @@ struct TestBundle {
     }
 
     /// `rollbackctl status --json`.
-    func status() throws -> [String: Any] {
-        let result = try rollbackctl("status", "--json")
+    func status(environment: [String: String] = [:]) throws -> [String: Any] {
+        let result = try rollbackctl("status", "--json", environment: environment)
         try #require(result.status == 0, "status failed: \(result.stderr)")
         return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as! [String: Any]
     }
