@@ -80,8 +80,14 @@ public struct Bundler {
         if let pinned, options.firstRelease {
             throw BundlerError(.history, "--first-release, but PreviousVersion/ is pinned to \(pinned); drop --first-release to bundle that release as the previous slot.")
         }
-        var currentBuild = options.buildID ?? String(head!.prefix(12))
+        // Without .git, a build id that is a full commit id (CI's $GITHUB_SHA) is recorded as the
+        // commit, so that the next release can take this bundle as its previous artifact.
+        let commit = head ?? options.buildID.flatMap { Self.isCommitID($0) ? $0 : nil }
+        var currentBuild = options.buildID.map { Self.isCommitID($0) ? String($0.prefix(12)) : $0 } ?? String(head!.prefix(12))
         if options.buildID == nil, isRepository, try history!.isDirty() { currentBuild += "-dirty" }
+        if !isRepository, let artifact = options.previousFrom {
+            say("no .git: \(artifact)'s commit cannot be checked against a PreviousVersion/ pin")
+        }
 
         // Switchback's own checkout, when the app reaches it by a path outside its repository:
         // mapped too, so the SDK's source paths do not depend on where it is cloned.
@@ -204,7 +210,7 @@ public struct Bundler {
         if settings.first(where: { $0.0 == "trial.tries" }) == nil { settings.insert(("trial.tries", "3"), at: 0) }
         if options.firstRelease { settings.insert(("first_release", "true"), at: 0) }
         let manifest = BundleManifest.make(appID: appID, settings: settings, toolchain: toolchain.version,
-                                           commit: head ?? artifactCommitPlaceholder(), previousCommit: previousCommit,
+                                           commit: commit, previousCommit: previousCommit,
                                            current: try inspect("current", needed: shipped[3]), previous: try inspect("previous", needed: shipped[4]),
                                            libraries: libraries, host: plan.host)
         let parsed: Manifest
@@ -225,8 +231,10 @@ public struct Bundler {
                       hostLibraries: plan.host, currentVersion: parsed.current.version, previousVersion: parsed.previous.version)
     }
 
-    /// Without .git, the current slot's commit is not known: the build id stands in.
-    private func artifactCommitPlaceholder() -> String? { options.buildID }
+    /// Whether `text` is a full git commit id (40 lowercase hex digits).
+    static func isCommitID(_ text: String) -> Bool {
+        text.utf8.count == 40 && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }
+    }
 
     /// The settings of the options, with the trusted keys read from their PEM files.
     private func manifestSettings() throws(BundlerError) -> [(String, String)] {

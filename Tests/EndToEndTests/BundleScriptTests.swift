@@ -154,6 +154,37 @@ import Testing
         }
     }
 
+    /// A tree without .git (a Docker build context) bundles when the previous slot comes from
+    /// the last release's artifact and the build id is given (the full commit id, recorded so
+    /// that the next release can take this bundle as its artifact); without them it says what
+    /// to pass. The bundle runs the tree's release and the artifact's slot, byte for byte.
+    @Test func aTreeWithoutGitBundlesFromThePreviousArtifact() throws {
+        let directory = try makeTemporaryDirectory()
+        let tree = directory + "/tree"
+        let repository = TestBundle.releases + "/repo"
+        try shell("mkdir", tree)
+        try shell("sh", "-c", "git -C '\(repository)' archive v1.3.0 | tar -x -C '\(tree)'")
+        let commit = try shell("git", "-C", repository, "rev-parse", "v1.3.0").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        let common = ["--package", tree, "--out", directory + "/dist", "--app-id", "dev.switchback.sample"]
+
+        let refused = try runProcess(Self.bundler, common)
+        #expect(refused.status == 1)
+        #expect(refused.stderr == "Error: \(tree) is not in a git repository (a Docker build context without .git?); pass --build-id ID, and --previous-from with the last release's tarball (or --first-release).\n")
+        let noArtifact = try runProcess(Self.bundler, common + ["--build-id", commit])
+        #expect(noArtifact.status == 1)
+        #expect(noArtifact.stderr == "Error: Without .git the bundler cannot build the previous release from history; pass --previous-from with the last release's tarball, or --first-release.\n")
+
+        let made = try runProcess(Self.bundler, common + ["--build-id", commit, "--previous-from", TestBundle.releases + "/1.2.0.tar.gz"], deadline: 1200)
+        #expect(made.status == 0, "\(made)")
+        let manifest = try Manifest.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/dist/manifest"))), path: "manifest")
+        #expect(manifest.current.version == "1.3.0" && manifest.current.build == String(commit.prefix(12)))
+        #expect(manifest.settings["current.commit"] == commit)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: directory + "/dist/slots/previous/libAppCore.so"))
+                == Data(contentsOf: URL(fileURLWithPath: TestBundle.releases + "/1.2.0/slots/current/libAppCore.so")))
+        let run = try runProcess(directory + "/dist/bin/launcher", ["version"], environment: ["SWITCHBACK_STATE_DIR": directory + "/state"])
+        #expect(run.status == 0 && run.stdout == "1.3.0\n", "\(run)")
+    }
+
     /// The bundler scripts/bundle built (scripts/test runs it before the tests).
     static var bundler: String { repository + "/.build-bundler/debug/switchback-bundle" }
 

@@ -54,7 +54,7 @@ public struct BundleOptions: Sendable {
         Option(name: "--first-release", help: "no PreviousVersion/ pin yet: the previous slot holds the current build") { options, _ in options.firstRelease = true },
         Option(name: "--previous-from", argument: "PATH", help: "take the previous slot from the last release's tarball or bundle instead of rebuilding it") { $0.previousFrom = $1 },
         Option(name: "--tarball", argument: "FILE", help: "also write the bundle as a .tar.gz release artifact") { $0.tarball = $1 },
-        Option(name: "--build-id", argument: "ID", help: "the current build's id (default: the commit; needed without .git)") { $0.buildID = $1 },
+        Option(name: "--build-id", argument: "ID", help: "the current build's id (default: the commit); without .git, pass the full commit id") { $0.buildID = $1 },
         Option(name: "--tries", argument: "N", help: "starts a new build gets to mark itself good (default 3)") { (options, value) throws(BundlerError) in
             options.settings.append(("trial.tries", try number("--tries", value, atLeast: 1)))
         },
