@@ -137,16 +137,16 @@ import Glibc
     }
 
     @Test(arguments: [
-        (["--check-splay", "soon"], "Error: --check-splay needs a whole number."),
-        (["--retry-floor", "-3"], "Error: --retry-floor needs a whole number."),
+        (["--check-splay", "soon"], "Error: --check-splay needs a whole number, not 'soon'."),
+        (["--retry-floor", "-3"], "Error: --retry-floor needs a whole number, not '-3'."),
         (["--metrics-dir", "textfile"], "Error: --metrics-dir needs an absolute directory, such as /var/lib/prometheus/node-exporter."),
-        (["--metrics-dir"], "Error: --metrics-dir needs an absolute directory, such as /var/lib/prometheus/node-exporter."),
+        (["--metrics-dir"], "Error: --metrics-dir needs a value (DIR)."),
     ])
     func bundleFlagsOfTheScheduleAndTheMetricsAreChecked(arguments: [String], error: String) throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().path
         let result = try runProcess(repository + "/scripts/bundle", arguments)
         #expect(result.status == 64)
-        #expect(result.stderr.hasPrefix(error + "\nUsage: scripts/bundle"), "\(result)")
+        #expect(result.stderr == error + "\nSee 'switchback-bundle --help'.\n", "\(result)")
     }
 }
