@@ -118,7 +118,7 @@ private struct AdoptedApp {
             set -e
             mount --bind /dev/null /usr/bin/python3
             exec setpriv --reuid=65534 --regid=65534 --clear-groups env -i HOME=\(quoted(ci + "/home")) \
-              PATH=\(quoted(FileSystemPaths.swiftBin)):/usr/bin:/bin GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*' \
+              PATH=\(quoted(FileSystemPaths.swiftBin)):/usr/bin:/bin \
               sh -c 'set -e; if python3 --version >/dev/null 2>&1; then echo "python3 is not hidden" >&2; exit 99; fi
                      cd \(quoted(ci)) && git clone -q --depth 1 file://\(quoted(repository)) clone && cd clone
                      test "$(git rev-parse --is-shallow-repository)" = true
