@@ -124,11 +124,22 @@ public struct Bundler {
         }
 
         // 2. The slots.
-        func buildSlot(package: String, repository: String, scratch: String, version: String, build: String) throws(BundlerError) -> String {
+        func buildSlot(package: String, repository: String, scratch: String, version: String, build: String,
+                       previous: Bool = false) throws(BundlerError) -> String {
+            let stamp = try SwiftBuild.stamp(version: version, build: build, object: scratch + "-stamp/stamp.o",
+                                             scratch: scratch, product: product, toolchain: toolchain)
+            // A previous release whose own sources carry an SDK older than the linked stamp reads
+            // its version and build from build-time defines (through the manifest's environment),
+            // as it did when it was released, so it is built byte for byte as it shipped. They
+            // are constant for one pin: no re-planning at every release.
+            let sdk = repository + "/Sources/SwitchbackSDKSupport/sdk.c"
+            let legacy = previous && FileManager.default.fileExists(atPath: sdk)
+                && !((try? String(contentsOfFile: sdk, encoding: .utf8))?.contains("switchback_stamped_app_version") ?? true)
+            let defines = legacy ? ["SWITCHBACK_APP_VERSION": version, "SWITCHBACK_APP_BUILD": build] : [:]
             let bin = try SwiftBuild(toolchain: toolchain, package: package, scratch: scratch, product: product,
                                      pathMaps: [(repository, "/switchback/src"), (scratch, "/switchback/build")] + sdkMaps,
-                                     environment: ["SWITCHBACK_APP_VERSION": version, "SWITCHBACK_APP_BUILD": build],
-                                     isProgram: false, forcesResolvedVersions: fileManager.fileExists(atPath: package + "/Package.resolved"))
+                                     environment: defines, extraFlags: stamp, isProgram: false,
+                                     forcesResolvedVersions: fileManager.fileExists(atPath: package + "/Package.resolved"))
                 .run(log: work + "/logs/slot-\(version).log", what: "\(product) \(version)")
             let library = bin + "/lib\(product).so"
             guard fileManager.fileExists(atPath: library) else {
@@ -163,7 +174,7 @@ public struct Bundler {
             }
             say("building the previous release (\(product) \(previousVersion), build \(pinned.prefix(12)))")
             previousLibrary = try buildSlot(package: source, repository: repository, scratch: work + "/previous/build",
-                                            version: previousVersion, build: String(pinned.prefix(12)))
+                                            version: previousVersion, build: String(pinned.prefix(12)), previous: true)
         } else {
             say("first release: the previous slot holds the current build; rollbacks are refused until the next release")
         }

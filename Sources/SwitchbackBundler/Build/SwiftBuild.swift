@@ -58,8 +58,33 @@ struct SwiftBuild {
             FileHandle.standardError.write(Data((tail + "\n").utf8))
             throw BundlerError(.build, "Building \(what) failed; the end of the compiler's output is above, all of it in \(log).", path: log)
         }
-        let bin = try Command(toolchain.swift, arguments + ["--show-bin-path"], environment: environment)
-            .output { BundlerError(.build, "swift build --show-bin-path failed: \($0)") }
-        return bin.split(separator: "\n").last.map(String.init) ?? bin
+        // `--show-bin-path` would load the package graph once more (seconds, for an app with
+        // many dependencies): SwiftPM links `<scratch>/release` to the configuration's directory.
+        return scratch + "/release"
+    }
+
+    /// Writes and compiles the object that stamps a slot's version and build
+    /// (`switchback_stamped_app_version`, `..._build`: sdk.c), at `object`. When the stamp
+    /// changed, the slot built before in `scratch` is removed, so that the next build links
+    /// it again (the object is not an input SwiftPM tracks). Returns the linker flags.
+    static func stamp(version: String, build: String, object: String, scratch: String, product: String,
+                      toolchain: Toolchain) throws(BundlerError) -> [String] {
+        func literal(_ text: String) -> String {
+            "\"" + text.utf8.map { $0 >= 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x5C ? String(UnicodeScalar($0)) : String(format: "\\%03o", $0) }.joined() + "\""
+        }
+        let source = "// Written by switchback-bundle.\nconst char switchback_stamped_app_version[] = \(literal(version));\n"
+            + "const char switchback_stamped_app_build[] = \(literal(build));\n"
+        let file = object.replacingOccurrences(of: ".o", with: ".c")
+        let previous = try? String(contentsOfFile: file, encoding: .utf8)
+        if previous != source || !FileManager.default.fileExists(atPath: object) {
+            try? FileManager.default.createDirectory(atPath: (object as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            do { try source.write(toFile: file, atomically: true, encoding: .utf8) } catch {
+                throw BundlerError(.output, "Cannot write \(file): \(error.localizedDescription).", path: file)
+            }
+            let compiled = try Command(toolchain.clang, ["-c", "-fPIC", "-O2", "-g0", "-o", object, file]).run()
+            guard compiled.status == 0 else { throw BundlerError(.tool, "Compiling the version stamp failed: \(compiled.output.lastLines(5))", path: file) }
+            try? FileManager.default.removeItem(atPath: scratch + "/release/lib\(product).so")
+        }
+        return ["-Xlinker", object]
     }
 }

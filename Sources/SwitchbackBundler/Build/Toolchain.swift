@@ -10,6 +10,8 @@ public struct Toolchain: Sendable {
     /// Where the runtime libraries are (`swift -print-target-info`'s runtimeLibraryPaths).
     public var runtimeDirectories: [String]
     public var objcopy: String
+    /// The toolchain's C compiler: it compiles the slots' version stamps.
+    public var clang: String
 
     /// Finds the toolchain of the `swift` on PATH.
     public static func find() throws(BundlerError) -> Toolchain {
@@ -28,6 +30,9 @@ public struct Toolchain: Sendable {
         guard let objcopy = Command.find("llvm-objcopy", extraDirectories: [bin]) else {
             throw BundlerError(.tool, "Cannot find llvm-objcopy beside \(resolved); the Swift toolchain ships it in usr/bin: reinstall the toolchain.")
         }
-        return Toolchain(swift: swift, version: version, runtimeDirectories: decoded.paths.runtimeLibraryPaths, objcopy: objcopy)
+        guard let clang = Command.find("clang", extraDirectories: [bin]) else {
+            throw BundlerError(.tool, "Cannot find clang beside \(resolved); the Swift toolchain ships it in usr/bin: reinstall the toolchain.")
+        }
+        return Toolchain(swift: swift, version: version, runtimeDirectories: decoded.paths.runtimeLibraryPaths, objcopy: objcopy, clang: clang)
     }
 }

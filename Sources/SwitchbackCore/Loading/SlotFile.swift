@@ -46,8 +46,14 @@ public final class SlotFile: Sendable, Equatable {
     /// A library of the bundle's own `lib/` that the manifest records (`bundled`, given the
     /// library's file name) must also match that record's size and SHA-256, like a slot:
     /// a modified runtime library is never loaded. Throws `.libraryMismatch` naming it.
+    /// A bundled library hashed once is remembered in `cache` by its fingerprint, as a slot
+    /// is: `rollbackctl status` checks the slot that does not run too, at every call.
     static func checkLibraries(_ paths: [String], neededBy slot: String,
-                               bundled: (String) -> (size: Int64, sha256: String)? = { _ in nil }) throws(SwitchbackError) -> [String] {
+                               bundled: (String) -> (size: Int64, sha256: String)? = { _ in nil },
+                               cache: VerifiedCache? = nil) throws(SwitchbackError) -> [String] {
+        var remembered: [VerifiedCache.Entry]?
+        var hashed: [VerifiedCache.Entry] = []
+        defer { cache?.record(hashed) }
         // Most libraries share one or two directories: each directory is walked once.
         var directories: [String: String?] = [:]
         var present: [String] = []
@@ -70,7 +76,12 @@ public final class SlotFile: Sendable, Equatable {
             }
             try StrictModes.checkOwnerAndMode(info, path: resolved, what: what)
             if let record = bundled(lastComponent(of: path)) {
-                try checkBundledLibrary(resolved, listedAs: path, info: info, record: record, neededBy: slot)
+                let fingerprint = FileFingerprint(info)
+                if remembered == nil { remembered = cache?.entries() ?? [] }
+                if !remembered!.contains(where: { $0.file == resolved && $0.fingerprint == fingerprint && $0.sha256 == record.sha256 }) {
+                    try checkBundledLibrary(resolved, listedAs: path, info: info, record: record, neededBy: slot)
+                    hashed.append(VerifiedCache.Entry(file: resolved, fingerprint: fingerprint, sha256: record.sha256, bound: nil))
+                }
             }
             present.append(path)
         }

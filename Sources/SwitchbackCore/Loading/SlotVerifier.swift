@@ -82,7 +82,7 @@ public struct SlotVerifier: Sendable {
         if let cached, cached.sha256 == record.sha256, let bound = cached.bound, bound == stamp {
             allListed = record.neededList
         } else {
-            checked = try SlotFile.checkLibraries(record.needed, neededBy: "\(slot.rawValue) slot", bundled: manifest.bundledLibrary(named:))
+            checked = try SlotFile.checkLibraries(record.needed, neededBy: "\(slot.rawValue) slot", bundled: manifest.bundledLibrary(named:), cache: cache)
         }
         if let cached, cached.sha256 == record.sha256 {
             return Verified(path: path, wasHashed: false, fingerprint: fingerprint, boundLibraries: cached.bound,

@@ -49,8 +49,22 @@ public struct VerifiedCache: Sendable {
         var kept = entries().filter { $0.file != file }
         kept.append(Entry(file: file, fingerprint: fingerprint, sha256: sha256, bound: bound))
         try? FileSystem.createDirectory(FileSystem.parentDirectory(of: path))
-        try? FileSystem.replace(path, with: Self.serialize(Array(kept.suffix(8))), durable: false)
+        try? FileSystem.replace(path, with: Self.serialize(Array(kept.suffix(Self.capacity))), durable: false)
     }
+
+    /// Records several files at once (the bundled libraries a slot needs), one rewrite of
+    /// the file. Best effort.
+    public func record(_ new: [Entry]) {
+        guard !new.isEmpty else { return }
+        var kept = entries().filter { old in !new.contains { $0.file == old.file } }
+        kept += new
+        try? FileSystem.createDirectory(FileSystem.parentDirectory(of: path))
+        try? FileSystem.replace(path, with: Self.serialize(Array(kept.suffix(Self.capacity))), durable: false)
+    }
+
+    /// How many files are remembered: both slots and the libraries a bundle carries, with room
+    /// for a previous bundle's.
+    static let capacity = 48
 
     func entries() -> [Entry] {
         guard let bytes = try? FileSystem.read(path, limit: 64 << 10) else { return [] }

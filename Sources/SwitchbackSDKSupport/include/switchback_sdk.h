@@ -5,9 +5,10 @@
 
 #include <stdint.h>
 
-/// The app's version, stamped at build time from SWITCHBACK_APP_VERSION ("0.0.0-dev" unset).
+/// The app's version: what switchback-bundle links in (switchback_stamped_app_version), else
+/// SWITCHBACK_APP_VERSION at build time ("0.0.0-dev" unset).
 const char *switchback_app_version(void);
-/// The app's build, stamped at build time from SWITCHBACK_APP_BUILD ("dev" unset).
+/// The app's build: what switchback-bundle links in, else SWITCHBACK_APP_BUILD ("dev" unset).
 const char *switchback_app_build(void);
 /// The ABI stamp of this library: contract version and compiler (see switchback.h).
 const char *switchback_abi_stamp(void);
