@@ -132,9 +132,11 @@ public struct Bundler {
             // its version and build from build-time defines (through the manifest's environment),
             // as it did when it was released, so it is built byte for byte as it shipped. They
             // are constant for one pin: no re-planning at every release.
+            // (An app that reaches Switchback outside its repository builds both slots with this
+            // checkout's SDK, which reads the stamp.)
             let sdk = repository + "/Sources/SwitchbackSDKSupport/sdk.c"
-            let legacy = previous && FileManager.default.fileExists(atPath: sdk)
-                && !((try? String(contentsOfFile: sdk, encoding: .utf8))?.contains("switchback_stamped_app_version") ?? true)
+            let legacy = previous && sdkMaps.isEmpty
+                && !((try? String(contentsOfFile: sdk, encoding: .utf8))?.contains("switchback_stamped_app_version") ?? false)
             let defines = legacy ? ["SWITCHBACK_APP_VERSION": version, "SWITCHBACK_APP_BUILD": build] : [:]
             let bin = try SwiftBuild(toolchain: toolchain, package: package, scratch: scratch, product: product,
                                      pathMaps: [(repository, "/switchback/src"), (scratch, "/switchback/build")] + sdkMaps,
