@@ -106,7 +106,7 @@ public struct Bundler {
         say("building Switchback's rollbackctl-remote")
         let remoteBin = try SwiftBuild(toolchain: toolchain, package: switchbackRoot, scratch: tools + "/.build-tools", product: "rollbackctl-remote",
                                        pathMaps: [(switchbackRoot, "/switchback/src"), (tools + "/.build-tools", "/switchback/build")])
-            .run(log: work + "/logs/rollbackctl-remote.log", what: "rollbackctl-remote")
+            .runUnlessUnchanged(log: work + "/logs/rollbackctl-remote.log", what: "rollbackctl-remote")
         say("building the launcher and rollbackctl without the Concurrency and StringProcessing runtimes")
         // They use neither, and each runtime a program links sits in every symbol lookup of
         // every start. The launcher exports `bind`, `accept` and `accept4` (SwitchbackListen:
@@ -120,7 +120,7 @@ public struct Bundler {
         for program in ["launcher", "rollbackctl"] {
             launcherBin = try SwiftBuild(toolchain: toolchain, package: switchbackRoot, scratch: tools + "/.build-launcher", product: program,
                                          pathMaps: [(switchbackRoot, "/switchback/src"), (tools + "/.build-launcher", "/switchback/build")], extraFlags: lean)
-                .run(log: work + "/logs/\(program).log", what: program)
+                .runUnlessUnchanged(log: work + "/logs/\(program).log", what: program)
         }
 
         // 2. The slots.
@@ -199,7 +199,7 @@ public struct Bundler {
         let shipped = try ["bin/launcher", "bin/rollbackctl", "bin/rollbackctl-remote", "slots/current/libAppCore.so", "slots/previous/libAppCore.so"]
             .map { (file) throws(BundlerError) in try ELFFile(path: stage + "/" + file) }
         let plan = try LibraryPlan.make(for: shipped, toolchain: toolchain, dlopened: Self.dlopened)
-        let libraries = try assembler.installLibraries(plan)
+        let libraries = try assembler.installLibraries(plan, cache: work + "/lib-cache")
         for slot in ["current", "previous"] {
             say("\(slot) slot: \(assembler.size(of: "slots/\(slot)/libAppCore.so")) bytes shipped")
         }

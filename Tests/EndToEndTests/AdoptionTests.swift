@@ -105,7 +105,9 @@ private struct AdoptedApp {
     /// (what `actions/checkout` makes; the pinned previous commit is not in it, so the bundler
     /// fetches it), as an unprivileged user (nobody, with a HOME of its own), with python3
     /// hidden (an empty file mounted over it in a mount namespace of its own). The bundle is
-    /// then installed to `out` as root installs one (copied, owned by root).
+    /// then installed to `out` as root installs one (copied, owned by root). The checkout's
+    /// directory has a name of its own: SwiftPM names a package after its directory, and one
+    /// named like the Switchback checkout it depends on (CI's is `clone`) would be taken for it.
     static func ciBundle(repository: String, in directory: String, arguments: String, out: String) throws {
         let ci = directory + "/ci"
         try shell("install", "-d", "-m", "755", "-o", "65534", "-g", "65534", ci, ci + "/home")
@@ -120,7 +122,7 @@ private struct AdoptedApp {
             exec setpriv --reuid=65534 --regid=65534 --clear-groups env -i HOME=\(quoted(ci + "/home")) \
               PATH=\(quoted(FileSystemPaths.swiftBin)):/usr/bin:/bin \
               sh -c 'set -e; if python3 --version >/dev/null 2>&1; then echo "python3 is not hidden" >&2; exit 99; fi
-                     cd \(quoted(ci)) && git clone -q --depth 1 file://\(quoted(repository)) clone && cd clone
+                     cd \(quoted(ci)) && git clone -q --depth 1 file://\(quoted(repository)) adopted-app-checkout && cd adopted-app-checkout
                      test "$(git rev-parse --is-shallow-repository)" = true
                      swift run switchback-bundle \(arguments) --out \(quoted(ci + "/dist"))'
             """

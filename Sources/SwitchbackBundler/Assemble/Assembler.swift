@@ -59,19 +59,36 @@ struct Assembler {
     }
 
     /// Copies the plan's libraries into `lib/`; returns each one's name, size and SHA-256.
-    func installLibraries(_ plan: LibraryPlan) throws(BundlerError) -> [(name: String, size: Int64, sha256: String)] {
+    /// Each is prepared once per toolchain file into `cache` (stripped, its run path made a
+    /// `DT_RPATH`, hashed) and copied from there while the toolchain's file is unchanged.
+    func installLibraries(_ plan: LibraryPlan, cache: String) throws(BundlerError) -> [(name: String, size: Int64, sha256: String)] {
         var records: [(name: String, size: Int64, sha256: String)] = []
+        try? FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
         for library in plan.bundled {
             let relative = "lib/" + library.name
             // Copy the file a link points to, never the link (the bundle must stand alone).
             // Stripped like the programs: the toolchain's copies keep their symbol tables (a
             // third of libswiftCore.so); the dynamic symbols a backtrace names stay.
             let source = URL(fileURLWithPath: library.source).resolvingSymlinksInPath().path
+            var info = stat()
+            guard stat(source, &info) == 0 else { throw BundlerError(.library, "Cannot read \(source).", path: source) }
+            let key = "\(source) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) \(toolchain.objcopy)"
+            let prepared = cache + "/" + library.name, record = prepared + ".record"
+            let remembered = (try? String(contentsOfFile: record, encoding: .utf8))?.split(separator: "\n").map(String.init)
+            if let remembered, remembered.count == 2, remembered[0] == key, FileManager.default.fileExists(atPath: prepared) {
+                try install(prepared, as: relative, mode: 0o644)
+                records.append((library.name, size(of: relative), remembered[1]))
+                continue
+            }
             try installStripped(source, as: relative, mode: 0o644)
             _ = try ELFFile.convertRunpathToRpath(at: stage + "/" + relative)
             let digest: String
             do { digest = try SHA256.hexDigest(ofFile: stage + "/" + relative) } catch { throw BundlerError(.output, error.message) }
             records.append((library.name, size(of: relative), digest))
+            try? FileManager.default.removeItem(atPath: prepared)
+            if (try? FileManager.default.copyItem(atPath: stage + "/" + relative, toPath: prepared)) != nil {
+                try? (key + "\n" + digest).write(toFile: record, atomically: true, encoding: .utf8)
+            }
         }
         return records
     }

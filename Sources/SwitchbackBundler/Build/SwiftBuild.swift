@@ -45,6 +45,38 @@ struct SwiftBuild {
         return flags + extraFlags
     }
 
+    /// Builds, like `run`, unless the last build in this scratch path was of the same product
+    /// with the same flags and toolchain from sources no file of which changed since (path,
+    /// size and modification time of every file under `Sources/` and of `Package.swift`): a
+    /// no-op `swift build` still loads the package graph, a second or more per program at
+    /// every release. The sources are the tools' own (Switchback's), never the app's.
+    func runUnlessUnchanged(log: String, what: String) throws(BundlerError) -> String {
+        let record = scratch + "/switchback-bundle-\(product).stamp"
+        let key = sourceKey()
+        let bin = scratch + "/release"
+        if let key, (try? String(contentsOfFile: record, encoding: .utf8)) == key,
+           FileManager.default.isExecutableFile(atPath: bin + "/" + product) {
+            return bin
+        }
+        let built = try run(log: log, what: what)
+        if let key { try? key.write(toFile: record, atomically: true, encoding: .utf8) }
+        return built
+    }
+
+    /// What `runUnlessUnchanged` compares, or nil when a file cannot be read.
+    private func sourceKey() -> String? {
+        var lines = [toolchain.version, arguments.joined(separator: " ")]
+        var paths = [package + "/Package.swift"]
+        guard let walker = FileManager.default.enumerator(atPath: package + "/Sources") else { return nil }
+        while let relative = walker.nextObject() as? String { paths.append(package + "/Sources/" + relative) }
+        for path in paths.sorted() {
+            var info = stat()
+            guard lstat(path, &info) == 0 else { return nil }
+            lines.append("\(path) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) \(info.st_mode)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
     /// Builds, with the compiler's output in `log`; returns the binary directory. On failure
     /// the error carries the log's last lines and its path.
     func run(log: String, what: String) throws(BundlerError) -> String {
