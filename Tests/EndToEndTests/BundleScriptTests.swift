@@ -35,6 +35,22 @@ import Testing
         let base = ["libc.so.6", "libm.so.6", "libstdc++.so.6", "libgcc_s.so.1", "ld-linux-x86-64.so.2", "libdl.so.2", "libpthread.so.0", "librt.so.1"]
         let files = ["bin/launcher", "bin/rollbackctl", "bin/rollbackctl-remote", "slots/current/libAppCore.so", "slots/previous/libAppCore.so"]
             + libraries.map { "lib/" + $0 }
+        // Every ELF file under the bundle, the debug copies too: none names or searches a
+        // directory of the build machine.
+        let walker = try #require(FileManager.default.enumerator(atPath: bundle))
+        var elves: [String] = []
+        while let relative = walker.nextObject() as? String {
+            guard let handle = FileHandle(forReadingAtPath: bundle + "/" + relative) else { continue }
+            if (try? handle.read(upToCount: 4)) == Data([0x7F, 0x45, 0x4C, 0x46]) { elves.append(relative) }
+            try? handle.close()
+        }
+        #expect(Set(files).isSubset(of: Set(elves)) && elves.contains { $0.hasPrefix("debug/") }, "\(elves)")
+        for file in elves {
+            let elf = try ELFFile(path: bundle + "/" + file)
+            #expect(elf.runpath == nil, "\(file) has a DT_RUNPATH")
+            for path in elf.searchPaths { #expect(path.hasPrefix("$ORIGIN"), "\(file) searches \(path)") }
+            for name in elf.needed { #expect(!name.contains("/"), "\(file) names \(name)") }
+        }
         for file in files {
             let elf = try ELFFile(path: bundle + "/" + file)
             #expect(elf.runpath == nil, "\(file) has a DT_RUNPATH, searched after LD_LIBRARY_PATH")
