@@ -128,6 +128,7 @@ public struct Bundler {
                        previous: Bool = false) throws(BundlerError) -> String {
             let stamp = try SwiftBuild.stamp(version: version, build: build, object: scratch + "-stamp/stamp.o",
                                              scratch: scratch, product: product, toolchain: toolchain)
+                + SwiftBuild.exports(at: scratch + "-stamp/exports.map", scratch: scratch, product: product)
             // A previous release whose own sources carry an SDK older than the linked stamp reads
             // its version and build from build-time defines (through the manifest's environment),
             // as it did when it was released, so it is built byte for byte as it shipped. They

@@ -1,5 +1,5 @@
 import Foundation
-import SwitchbackBundler
+@testable import SwitchbackBundler
 import Testing
 
 /// The bundler's pieces that need no build: the ELF reader on real files the system's C
@@ -37,14 +37,49 @@ import Testing
         #expect(elf.definedDynamicSymbols >= 2, "user and user2")
     }
 
-    @Test func turnsARunpathIntoAnRpathInPlace() throws {
-        let path = try sharedObject(["-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags"])
+    @Test func makesALibraryBindNowInPlaceOfItsRunpath() throws {
+        let path = try sharedObject(["-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags", "-Wl,-z,lazy"])
+        let before = try ELFFile(path: path)
+        #expect(!before.bindsNow && before.runpath == "$ORIGIN")
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber
-        #expect(try ELFFile.convertRunpathToRpath(at: path))
+        #expect(try ELFFile.bindNow(at: path))
         let elf = try ELFFile(path: path)
-        #expect(elf.rpath == "$ORIGIN" && elf.runpath == nil)
+        #expect(elf.bindsNow && elf.runpath == nil && elf.rpath == nil, "the run path's entry became DT_FLAGS")
+        #expect(elf.needed == before.needed && elf.soname == before.soname)
         #expect(try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber == size)
-        #expect(try !ELFFile.convertRunpathToRpath(at: path), "nothing left to convert")
+        #expect(try !ELFFile.bindNow(at: path), "nothing left to change")
+    }
+
+    @Test func aLibraryThatBindsNowKeepsItsSearchPathAsAnRpath() throws {
+        let path = try sharedObject(["-Wl,-rpath,$ORIGIN", "-Wl,--enable-new-dtags", "-Wl,-z,now"])
+        #expect(try ELFFile.bindNow(at: path))
+        let elf = try ELFFile(path: path)
+        #expect(elf.bindsNow && elf.rpath == "$ORIGIN" && elf.runpath == nil)
+    }
+
+    @Test func aLibraryWithoutASearchPathGivesItsRelativeCount() throws {
+        let path = try sharedObject(["-Wl,-z,lazy", "-Wl,-z,combreloc"])
+        let before = try ELFFile(path: path)
+        #expect(before.relativeCountEntryOffset != nil, "cc's link writes DT_RELACOUNT")
+        #expect(try ELFFile.bindNow(at: path))
+        let elf = try ELFFile(path: path)
+        #expect(elf.bindsNow && elf.relativeCountEntryOffset == nil)
+    }
+
+    @Test func aLibraryWithNoEntryToSpareIsRefused() throws {
+        var bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: try sharedObject(["-Wl,-z,lazy"]))))
+        let elf = try ELFFile(bytes: bytes, path: "/x")
+        guard let entry = elf.relativeCountEntryOffset else { Issue.record("no DT_RELACOUNT to remove"); return }
+        bytes.replaceSubrange(entry..<entry + 8, with: [UInt8](repeating: 0, count: 8))  // now DT_NULL: the end
+        let path = NSTemporaryDirectory() + "switchback-bundler-\(UUID().uuidString).so"
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        do {
+            _ = try ELFFile.bindNow(at: path)
+            Issue.record("a library without a spare entry was changed")
+        } catch {
+            #expect(error.code == .elfInvalid)
+            #expect(error.message == "\(path) has no DT_FLAGS, search path or DT_RELACOUNT entry to make it bind now; bundle a library linked with -z now.")
+        }
     }
 
     @Test func refusesWhatIsNotAnELFFile() throws {

@@ -10,7 +10,7 @@ fresh loopback port: the clock starts just before the process is spawned and sto
 `GET /` on 127.0.0.1 first answers `HTTP/1.1 200`; then the server gets SIGTERM and is
 waited for. The ratio and the added time are medians of per-iteration values (the two sides
 of one iteration ran within a second of each other), with 95% bootstrap intervals.
-Exits 1 when both targets are missed (the issue asks for one or the other).
+Exits 1 when the ratio's target is missed (or, given --target-added-ms, when both are).
 """
 import argparse, os, random, shlex, signal, socket, statistics, subprocess, sys, time
 
@@ -63,7 +63,7 @@ def main():
     p.add_argument("--runs", type=int, default=60)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--target-ratio", type=float, default=1.05)
-    p.add_argument("--target-added-ms", type=float, default=1.0)
+    p.add_argument("--target-added-ms", type=float, default=None)
     p.add_argument("--a", nargs=2, metavar=("NAME", "COMMAND"), required=True)
     p.add_argument("--b", nargs=2, metavar=("NAME", "COMMAND"), required=True)
     a = p.parse_args()
@@ -83,9 +83,14 @@ def main():
     print(f"  {a.a[0]:<28} median {statistics.median(times_a):7.2f} ms")
     print(f"  {a.b[0]:<28} median {statistics.median(times_b):7.2f} ms")
     print(f"  ratio  {ratio:.3f}  (95% interval {rlo:.3f} to {rhi:.3f}; target <= {a.target_ratio})")
-    print(f"  added  {plus:+.2f} ms  (95% interval {alo:+.2f} to {ahi:+.2f} ms; target <= {a.target_added_ms} ms)")
-    ok = ratio <= a.target_ratio or plus <= a.target_added_ms
-    print(f"  {'ok' if ok else 'MISSED'}: ratio <= {a.target_ratio} or added <= {a.target_added_ms} ms")
+    if a.target_added_ms is None:
+        print(f"  added  {plus:+.2f} ms  (95% interval {alo:+.2f} to {ahi:+.2f} ms)")
+        ok = ratio <= a.target_ratio
+        print(f"  {'ok' if ok else 'MISSED'}: ratio <= {a.target_ratio}")
+    else:
+        print(f"  added  {plus:+.2f} ms  (95% interval {alo:+.2f} to {ahi:+.2f} ms; target <= {a.target_added_ms} ms)")
+        ok = ratio <= a.target_ratio or plus <= a.target_added_ms
+        print(f"  {'ok' if ok else 'MISSED'}: ratio <= {a.target_ratio} or added <= {a.target_added_ms} ms")
     sys.exit(0 if ok else 1)
 
 if __name__ == "__main__":

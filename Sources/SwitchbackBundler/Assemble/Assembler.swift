@@ -59,8 +59,9 @@ struct Assembler {
     }
 
     /// Copies the plan's libraries into `lib/`; returns each one's name, size and SHA-256.
-    /// Each is prepared once per toolchain file into `cache` (stripped, its run path made a
-    /// `DT_RPATH`, hashed) and copied from there while the toolchain's file is unchanged.
+    /// Each is prepared once per toolchain file into `cache` (stripped, made to bind now
+    /// in place of its run path: `ELFFile.bindNow`, hashed) and copied from there while the
+    /// toolchain's file is unchanged.
     func installLibraries(_ plan: LibraryPlan, cache: String) throws(BundlerError) -> [(name: String, size: Int64, sha256: String)] {
         var records: [(name: String, size: Int64, sha256: String)] = []
         try? FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
@@ -72,7 +73,7 @@ struct Assembler {
             let source = URL(fileURLWithPath: library.source).resolvingSymlinksInPath().path
             var info = stat()
             guard stat(source, &info) == 0 else { throw BundlerError(.library, "Cannot read \(source).", path: source) }
-            let key = "\(source) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) \(toolchain.objcopy)"
+            let key = "\(source) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) \(toolchain.objcopy) bind-now"
             let prepared = cache + "/" + library.name, record = prepared + ".record"
             let remembered = (try? String(contentsOfFile: record, encoding: .utf8))?.split(separator: "\n").map(String.init)
             if let remembered, remembered.count == 2, remembered[0] == key, FileManager.default.fileExists(atPath: prepared) {
@@ -81,7 +82,7 @@ struct Assembler {
                 continue
             }
             try installStripped(source, as: relative, mode: 0o644)
-            _ = try ELFFile.convertRunpathToRpath(at: stage + "/" + relative)
+            _ = try ELFFile.bindNow(at: stage + "/" + relative)
             let digest: String
             do { digest = try SHA256.hexDigest(ofFile: stage + "/" + relative) } catch { throw BundlerError(.output, error.message) }
             records.append((library.name, size(of: relative), digest))

@@ -119,4 +119,31 @@ struct SwiftBuild {
         }
         return ["-Xlinker", object]
     }
+
+    /// The symbols a slot exports: the contract's (`SwitchbackContract`), and nothing else.
+    /// Everything else the slot links (the app, its packages, the SDK) is bound inside the slot
+    /// and hidden, so a slot's dynamic symbol table holds a handful of names instead of one per
+    /// Swift declaration (47,027 for a Vapor app): smaller, faster to load, and nothing for
+    /// another library to interpose on or reach into. The Swift runtime finds a slot's types and
+    /// conformances through its metadata sections, registered by the slot's own constructor, not
+    /// through exported names.
+    static let contractSymbols = ["switchback_main", "switchback_abi_stamp", "switchback_app_version",
+                                  "switchback_app_build", "switchback_downgrade"]
+
+    /// Writes the version script that limits a slot's exports to `contractSymbols`, at `path`;
+    /// when it changed, the slot built before in `scratch` is removed so that the next build
+    /// links it again (as `stamp` does). Returns the linker flags. A name the slot does not
+    /// define (an old SDK without `switchback_downgrade`) is ignored by the linker.
+    static func exports(at path: String, scratch: String, product: String) throws(BundlerError) -> [String] {
+        let script = "/* Written by switchback-bundle: the slot's exports (docs/adopting.md). */\n{\n  global:\n"
+            + contractSymbols.map { "    \($0);\n" }.joined() + "  local:\n    *;\n};\n"
+        if (try? String(contentsOfFile: path, encoding: .utf8)) != script {
+            try? FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            do { try script.write(toFile: path, atomically: true, encoding: .utf8) } catch {
+                throw BundlerError(.output, "Cannot write \(path): \(error.localizedDescription).", path: path)
+            }
+            try? FileManager.default.removeItem(atPath: scratch + "/release/lib\(product).so")
+        }
+        return ["-Xlinker", "--version-script=" + path]
+    }
 }

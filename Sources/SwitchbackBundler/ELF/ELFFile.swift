@@ -24,8 +24,12 @@ public struct ELFFile: Sendable {
     /// Symbols of `.dynsym` defined in this file (section index not `SHN_UNDEF`), the
     /// null symbol excluded.
     public var definedDynamicSymbols = 0
-    /// Where in the file the `DT_RUNPATH` entry's tag is.
+    /// Where in the file the `DT_RUNPATH`, `DT_RPATH`, `DT_FLAGS` and `DT_RELACOUNT`
+    /// entries' tags are.
     var runpathEntryOffset: Int?
+    var relativeCountEntryOffset: Int?
+    var rpathEntryOffset: Int?
+    var flagsEntryOffset: Int?
 
     /// Reads the ELF file at `path`.
     public init(path: String) throws(BundlerError) {
@@ -95,9 +99,13 @@ public struct ELFFile: Sendable {
                 case 5: strtab = value
                 case 10: strsz = value
                 case 14: sonameOffset = value
-                case 15: rpathOffset = value
+                case 15: rpathOffset = value; rpathEntryOffset = entry
+                case 24: bindsNow = true  // DT_BIND_NOW
                 case 29: runpathOffset = value; runpathEntryOffset = entry
-                case 30: if value & 0x8 != 0 { bindsNow = true }  // DT_FLAGS: DF_BIND_NOW
+                case 30:  // DT_FLAGS: DF_BIND_NOW
+                    flagsEntryOffset = entry
+                    if value & 0x8 != 0 { bindsNow = true }
+                case 0x6FFF_FFF9: relativeCountEntryOffset = entry  // DT_RELACOUNT
                 case 0x6FFF_FFFB:  // DT_FLAGS_1
                     if value & 0x1 != 0 { bindsNow = true }
                     if value & 0x0800_0000 != 0 { isPIE = true }
@@ -135,18 +143,46 @@ public struct ELFFile: Sendable {
         }
     }
 
-    /// Turns the file's `DT_RUNPATH` entry into a `DT_RPATH` with the same string, in place
-    /// (one 8-byte tag; nothing moves, so segments, RELRO and hashes of other files stay as
-    /// they were). The toolchain links its libraries with `DT_RUNPATH` `$ORIGIN`, which the
-    /// dynamic loader searches after `LD_LIBRARY_PATH`; as `DT_RPATH` it is searched first.
-    /// Returns false when the file has no `DT_RUNPATH`.
-    public static func convertRunpathToRpath(at path: String) throws(BundlerError) -> Bool {
+    /// Makes a library of the toolchain bind every symbol at load (`DF_BIND_NOW`), in place:
+    /// nothing moves, so its segments, RELRO and every other file's hash stay as they were.
+    /// The toolchain links its libraries without `-z now` and with a `DT_RUNPATH` of
+    /// `$ORIGIN`, and their dynamic section has no free entry for a flag: that entry becomes
+    /// `DT_FLAGS` = `DF_BIND_NOW`. The library then has no search path of its own, and needs
+    /// none in a bundle: the dynamic loader looks for a library's dependencies in the
+    /// `DT_RPATH` of every object that led to loading it, down to the program
+    /// (`$ORIGIN/../lib` for a program, `$ORIGIN/../../lib` for a slot), before
+    /// `LD_LIBRARY_PATH` (glibc's `_dl_map_object`, for an object without `DT_RUNPATH`).
+    /// A file that already has `DT_FLAGS` gets the flag there, and its `DT_RUNPATH` becomes a
+    /// `DT_RPATH`. A library with no search path (libBlocksRuntime.so needs only libc) gives
+    /// its `DT_RELACOUNT` instead, a hint that lets the loader apply the leading relative
+    /// relocations in a tighter loop; without it they take the general path, with the same
+    /// result. Returns false when the file already binds now and has no `DT_RUNPATH`; throws
+    /// `.elfInvalid` when there is no entry to use.
+    public static func bindNow(at path: String) throws(BundlerError) -> Bool {
         guard var bytes = FileManager.default.contents(atPath: path).map([UInt8].init) else {
             throw BundlerError(.elfInvalid, "Cannot read \(path).", path: path)
         }
         let file = try ELFFile(bytes: bytes, path: path)
-        guard let entry = file.runpathEntryOffset else { return false }
-        bytes[entry] = 15  // DT_RPATH (the tag's upper bytes are zero for both)
+        func put(_ value: UInt64, at offset: Int) {
+            for index in 0..<8 { bytes[offset + index] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(index))) }
+        }
+        if let flags = file.flagsEntryOffset {
+            if !file.bindsNow {
+                let reader = Reader(bytes: bytes)
+                put((reader.u64(flags + 8) ?? 0) | 0x8, at: flags + 8)
+            }
+            if let runpath = file.runpathEntryOffset { put(15, at: runpath) }  // DT_RPATH
+            if file.bindsNow && file.runpathEntryOffset == nil { return false }
+        } else if file.bindsNow {
+            guard let runpath = file.runpathEntryOffset else { return false }
+            put(15, at: runpath)
+        } else {
+            guard let entry = file.runpathEntryOffset ?? file.rpathEntryOffset ?? file.relativeCountEntryOffset else {
+                throw BundlerError(.elfInvalid, "\(path) has no DT_FLAGS, search path or DT_RELACOUNT entry to make it bind now; bundle a library linked with -z now.", path: path)
+            }
+            put(30, at: entry)  // DT_FLAGS
+            put(0x8, at: entry + 8)  // DF_BIND_NOW
+        }
         do { try Data(bytes).write(to: URL(fileURLWithPath: path)) } catch {
             throw BundlerError(.output, "Cannot write \(path): \(error.localizedDescription).", path: path)
         }
