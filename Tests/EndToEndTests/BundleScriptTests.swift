@@ -92,16 +92,49 @@ import Testing
         #expect(total <= 30_000_000, "\(total) bytes")
     }
 
-    /// Shipped programs and slots keep the toolchain link's hardening, plus full RELRO, from
-    /// the link itself: PIE programs, `PT_GNU_RELRO`, `BIND_NOW`, a non-executable stack.
-    @Test func shippedProgramsAndSlotsAreHardened() throws {
-        for file in ["bin/launcher", "bin/rollbackctl", "bin/rollbackctl-remote", "slots/current/libAppCore.so", "slots/previous/libAppCore.so"] {
-            let elf = try ELFFile(path: TestBundle.source + "/" + file)
-            #expect(elf.hasRELRO, "\(file): no PT_GNU_RELRO")
-            #expect(elf.bindsNow, "\(file): no BIND_NOW")
-            #expect(elf.hasNonExecutableStack, "\(file): executable stack")
-            if file.hasPrefix("bin/") { #expect(elf.isPIE, "\(file): not PIE") }
+    /// Every ELF file of the bundle (programs, slots, the bundled runtime, the debug copies)
+    /// has full RELRO (`PT_GNU_RELRO` and `BIND_NOW`), a non-executable stack and is
+    /// position-independent, as binutils' readelf reads them (not the bundler's own reader);
+    /// each slot defines at most 200 dynamic symbols (it exports the contract, nothing else).
+    @Test func everyShippedELFFileIsHardenedAndSlotsExportOnlyTheContract() throws {
+        func readelf(_ arguments: [String]) throws -> String {
+            let result = try runProcess("/usr/bin/readelf", ["-W"] + arguments)
+            #expect(result.status == 0, "readelf \(arguments): \(result)")
+            return result.stdout
         }
+        var checked: [String] = []
+        let walker = try #require(FileManager.default.enumerator(atPath: TestBundle.source))
+        while let relative = walker.nextObject() as? String {
+            let path = TestBundle.source + "/" + relative
+            guard walker.fileAttributes?[.type] as? FileAttributeType == .typeRegular,
+                  let handle = FileHandle(forReadingAtPath: path) else { continue }
+            let magic = try handle.read(upToCount: 4)
+            try handle.close()
+            guard magic == Data([0x7F, 0x45, 0x4C, 0x46]) else { continue }
+            checked.append(relative)
+            let header = try readelf(["-h", path]), segments = try readelf(["-l", path]), dynamic = try readelf(["-d", path])
+            #expect(header.contains("Type:                              DYN"), "\(relative): not position-independent")
+            #expect(segments.contains("GNU_RELRO"), "\(relative): no PT_GNU_RELRO")
+            // `GNU_STACK 0x0 0x0 0x0 0x0 0x0 RW 0x10`: the flags are the seventh field.
+            let stack = segments.split(separator: "\n").first { $0.contains("GNU_STACK") }?.split(separator: " ")
+            #expect(stack.map { $0.count >= 7 && !$0[6].contains("E") } == true, "\(relative): \(stack ?? ["no GNU_STACK"])")
+            // `(BIND_NOW)`, `(FLAGS) BIND_NOW` or `(FLAGS_1) Flags: NOW`.
+            #expect(dynamic.contains("BIND_NOW") || dynamic.split(separator: "\n").contains { $0.contains("(FLAGS_1)") && $0.contains(" NOW") },
+                    "\(relative): no BIND_NOW")
+            if relative.hasPrefix("slots/") {
+                let defined = try readelf(["--dyn-syms", path]).split(separator: "\n").filter { line in
+                    let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+                    return fields.count >= 8 && fields[0].hasSuffix(":") && fields[0] != "0:" && fields[6] != "UND"
+                }
+                print("BundleScriptTests: \(relative) defines \(defined.count) dynamic symbols")
+                #expect(defined.count <= 200, "\(relative) defines \(defined.count) dynamic symbols")
+                let names = Set(defined.compactMap { $0.split(separator: " ").last.map(String.init) })
+                #expect(names.isSuperset(of: ["switchback_main", "switchback_abi_stamp", "switchback_app_version", "switchback_app_build"]), "\(names)")
+            }
+        }
+        #expect(Set(checked).isSuperset(of: ["bin/launcher", "bin/rollbackctl", "bin/rollbackctl-remote", "slots/current/libAppCore.so",
+                                             "slots/previous/libAppCore.so", "lib/libswiftCore.so", "lib/libBlocksRuntime.so",
+                                             "debug/current/libAppCore.so.debug"]), "\(checked)")
     }
 
     /// A bundled library changed after bundling (one byte) is refused before it is loaded:
