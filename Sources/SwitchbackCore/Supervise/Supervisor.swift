@@ -83,6 +83,8 @@ public final class Supervisor {
     /// Stop-first replacement (no listening sockets): the next child starts when this one exits.
     var replacing = false
     var lastSwitchFailure: SupervisorRecord.SwitchFailure?
+    /// The health file as noticeGoodMarks last read it.
+    var healthSeen: FileFingerprint?
 
     var restarts = 0
     var backoff: Int
@@ -179,6 +181,8 @@ public final class Supervisor {
                     $0.build = String(words[1])
                 }
                 named = true
+                // Its good mark may already be in the health file: look again.
+                healthSeen = nil
                 publish()
             }
         }
@@ -358,6 +362,7 @@ public final class Supervisor {
             draining[index].killAt = now + Double(settings.graceMilliseconds) / 1000
         }
         if stopDeadline == nil {
+            noticeGoodMarks(now: now)
             checkStartingChildren(now: now)
             checkWatchdog(now: now)
             runProbe(now: now)
@@ -510,6 +515,7 @@ public final class Supervisor {
 
     func finish(_ status: Int32) -> Never {
         if trusted { unlink(SupervisorRecord.path(in: directory)) }
+        notify.remove()
         exit(status)
     }
 
