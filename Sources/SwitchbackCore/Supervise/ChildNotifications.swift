@@ -70,7 +70,8 @@ final class ChildNotifications {
                 problem = "\(parent) is not a directory only its owner can rename entries in"
                 continue
             }
-            var template = Array((parent + "/switchback-notify-XXXXXX").utf8CString)
+            removeAbandonedDirectories(in: parent)
+            var template = Array((parent + "/\(prefix)XXXXXX").utf8CString)
             guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
                 problem = "mkdtemp in \(parent): \(errorString(errno))"
                 continue
@@ -86,6 +87,44 @@ final class ChildNotifications {
             return made
         }
         throw SwitchbackError(.ioFailure, "The supervisor cannot make a private directory for its notify socket (\(problem)); make /tmp a sticky directory root owns (mode 1777), or set TMPDIR to a directory only root can write.")
+    }
+
+    static let prefix = "switchback-notify-"
+
+    /// Removes what supervisors of this user killed with SIGKILL left in `parent`: a
+    /// `switchback-notify-*` directory of this user's whose socket no longer has anyone
+    /// bound to it (a datagram connect to it is refused, or it is gone).
+    static func removeAbandonedDirectories(in parent: String) {
+        guard let stream = opendir(parent) else { return }
+        defer { closedir(stream) }
+        var probe = -1 as Int32
+        defer { if probe >= 0 { close(probe) } }
+        while let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard name.hasPrefix(prefix) else { continue }
+            let directory = parent + "/" + name
+            var info = stat()
+            guard lstat(directory, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == geteuid(),
+                  info.st_mode & 0o7777 == 0o700 else { continue }
+            let socketPath = directory + "/notify"
+            var socketInfo = stat()
+            if lstat(socketPath, &socketInfo) == 0 {
+                guard socketInfo.st_mode & S_IFMT == S_IFSOCK else { continue }
+                if probe < 0 { probe = switchback_datagram_socket() }
+                var address = sockaddr_un()
+                let length = switchback_unix_address(socketPath, &address)
+                guard probe >= 0, length > 0 else { continue }
+                let connected = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(probe, $0, length) } }
+                // A live supervisor's socket: leave it (and unbind the probe from it).
+                if connected == 0 || errno != ECONNREFUSED {
+                    close(probe)
+                    probe = -1
+                    continue
+                }
+                unlink(socketPath)
+            }
+            rmdir(directory)
+        }
     }
 
     // What exit(3) removes: the supervisor leaves through Launcher.fail as well as finish().
