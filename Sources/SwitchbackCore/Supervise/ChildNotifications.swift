@@ -39,7 +39,7 @@ final class ChildNotifications {
             let error = length == 0 ? ENAMETOOLONG : errno
             close(fd)
             Self.removeAtExit()
-            throw SwitchbackError(.ioFailure, "The supervisor cannot bind its notify socket \(name): \(errorString(error)); set TMPDIR to a shorter directory.", errno: error)
+            throw SwitchbackError(.ioFailure, "The supervisor cannot bind its notify socket \(name): \(errorString(error)); check that \(directory) is on a file system that holds unix sockets, or set TMPDIR to another directory.", errno: error)
         }
     }
 

@@ -97,7 +97,7 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
     /// both families, as a server bound to `[::]` does by Linux's default, unless `declared`
     /// (the addresses opened with it) holds an IPv4 address with the same port: that one
     /// takes the IPv4 connections. Any other IPv6 address is IPv6 only.
-    func isIPv6Only(among declared: [ListenAddress]) -> Bool {
+    public func isIPv6Only(among declared: [ListenAddress]) -> Bool {
         guard isIPv6 else { return false }
         guard isIPv6Any else { return true }
         return declared.contains { !$0.isIPv6 && $0.port == port }

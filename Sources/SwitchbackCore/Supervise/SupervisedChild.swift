@@ -44,6 +44,9 @@ struct SupervisedChild {
     var stop: Stop?
     /// When a draining child gets SIGTERM.
     var terminateAt: Double?
+    /// When a draining child gets the drain signal a second time: a thread of its that
+    /// entered `accept` in the very instant of the first was not woken by it.
+    var drainAgainAt: Double?
     /// When SIGKILL follows the SIGTERM or SIGABRT already sent.
     var killAt: Double?
 
