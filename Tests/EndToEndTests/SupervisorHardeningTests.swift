@@ -155,6 +155,49 @@ import Glibc
         }
     }
 
+    /// Even with the child's `READY=1` lost — the notify socket's queue kept full, here by
+    /// root, the only user who can reach it — a child that marks itself good is ready: the
+    /// supervisor reads the good mark from the health file. The previous build runs for the
+    /// first time, on trial, so its start writes the mark.
+    @Test func aGoodMarkMakesAChildReadyWhenItsReadyDatagramIsLost() throws {
+        let (t, port) = try LiveSwitchTests.server(["supervise.start_deadline_ms": "8000"])
+        let app = try LiveSwitchTests.serve(t, port)
+        defer { app.stop() }
+        #expect(app.wait(upTo: 30) { app.record?.childReady == true }, "\(app.stderr)")
+        #expect(try t.health("previous")["verdict"] as? String == "trial")
+        let sockets = Self.notifySockets(of: [app.pid]).filter { $0.hasPrefix("/") }
+        try #require(sockets.count == 1, "\(sockets)")
+        let source = t.directory + "/flooder.c"
+        try Self.flooder.write(toFile: source, atomically: true, encoding: .utf8)
+        try shell("cc", "-O1", "-o", t.directory + "/flooder", source)
+        var flooders: [(process: SpawnedProcess, output: String)] = []
+        for index in 0..<4 {
+            let output = t.directory + "/flooder-\(index).out"
+            flooders.append((try SpawnedProcess(t.directory + "/flooder", sockets.sorted(), environment: [:], stdout: output), output))
+        }
+        defer { for flooder in flooders where !flooder.process.hasExited { kill(flooder.process.pid, SIGKILL); flooder.process.wait() } }
+        usleep(300_000)
+
+        #expect(try t.rollbackctl("rollback").status == 0)
+        let switched = app.wait(upTo: 30) {
+            app.record.map { $0.candidatePID == nil && $0.childReady == true && $0.childSlot == .previous } == true
+        }
+        var full = 0
+        for flooder in flooders {
+            kill(flooder.process.pid, SIGTERM)
+            flooder.process.wait()
+            let text = (try? String(contentsOfFile: flooder.output, encoding: .utf8)) ?? ""
+            full += text.split(separator: " ").first { $0.hasPrefix("full=") }.flatMap { Int($0.dropFirst(5).trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
+        }
+        print("a lost READY=1: \(app.stderr.split(separator: "\n").filter { $0.contains("is ready") })")
+        #expect(switched, "\(app.stderr)")
+        #expect(full > 0, "the flood filled the queue")
+        #expect(app.stderr.contains("the previous slot (pid "), "\(app.stderr)")
+        let kinds = try LiveSwitchTests.kinds(t)
+        #expect(!kinds.contains("hung_start") && !kinds.contains("switch_failed"), "\(kinds)")
+        #expect(try t.health("previous")["verdict"] as? String == "good")
+    }
+
     /// The notify socket's directory is gone once the supervisor has exited.
     @Test func theNotifyDirectoryIsRemovedWhenTheSupervisorExits() throws {
         let (t, port) = try LiveSwitchTests.server()
