@@ -2,11 +2,15 @@
 // `accept4` override the C library's for the app's library, because the launcher exports
 // them (scripts/bundle links it with --export-dynamic-symbol=...) and the executable comes
 // first in the dynamic linker's global search order. Without inherited sockets they are the
-// system calls, and nothing else.
+// C library's own functions (found with dlsym(RTLD_NEXT)), and nothing else: cancellation
+// points as libc's are, with libc's errno.
 #define _GNU_SOURCE
 #include "switchback_listen.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -33,7 +37,63 @@ static int shared_fds[MAX_INHERITED];
 static int shared_count;
 static volatile sig_atomic_t draining;
 
-static void start_draining(int signal) { (void)signal; draining = 1; }
+// The C library's functions this file stands in front of, looked up on first use.
+typedef int (*accept_function)(int, struct sockaddr *, socklen_t *);
+typedef int (*accept4_function)(int, struct sockaddr *, socklen_t *, int);
+typedef int (*bind_function)(int, const struct sockaddr *, socklen_t);
+static void *next_accept, *next_accept4, *next_bind;
+
+static void *next_symbol(void **cache, const char *name) {
+    void *found = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
+    if (found == NULL) {
+        found = dlsym(RTLD_NEXT, name);
+        __atomic_store_n(cache, found, __ATOMIC_RELEASE);
+    }
+    return found;
+}
+
+// Threads waiting in `accept` on a shared socket. The drain signal's handler wakes each with
+// `kick_signal`, installed without SA_RESTART, so that a thread blocked in the kernel's
+// accept returns EINTR, sees the drain and accepts nothing more. The drain signal itself
+// keeps SA_RESTART: it reaches one arbitrary thread, whose own system calls it must not fail.
+enum { MAX_WAITING = 64 };
+static pthread_t waiting_threads[MAX_WAITING];
+/// 0: free; 1: being claimed; 2: `waiting_threads[i]` waits in accept.
+static int waiting_state[MAX_WAITING];
+static int kick_signal;
+
+static int claim_waiting_slot(void) {
+    for (int i = 0; i < MAX_WAITING; i++) {
+        int expected = 0;
+        if (__atomic_compare_exchange_n(&waiting_state[i], &expected, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            waiting_threads[i] = pthread_self();
+            __atomic_store_n(&waiting_state[i], 2, __ATOMIC_RELEASE);
+            return i;
+        }
+    }
+    return -1;
+}
+
+/// A cleanup handler too: a thread cancelled in accept gives its slot back.
+static void release_waiting_slot(void *slot) {
+    int index = (int)(intptr_t)slot;
+    if (index >= 0) __atomic_store_n(&waiting_state[index], 0, __ATOMIC_RELEASE);
+}
+
+static void start_draining(int signal) {
+    (void)signal;
+    int saved = errno;
+    draining = 1;
+    if (kick_signal > 0) {
+        for (int i = 0; i < MAX_WAITING; i++) {
+            if (__atomic_load_n(&waiting_state[i], __ATOMIC_ACQUIRE) == 2) (void)pthread_kill(waiting_threads[i], kick_signal);
+        }
+    }
+    errno = saved;
+}
+
+static void interrupt_accept(int signal) { (void)signal; }
+
 static struct sockaddr_un notify_address;
 static socklen_t notify_length;
 
@@ -63,6 +123,12 @@ int switchback_listen_adopt(int first, int count, const char *notify_socket, int
     if (drain_signal > 0 && inherited_count > 0) {
         struct sigaction action;
         memset(&action, 0, sizeof action);
+        if (drain_signal + 1 <= SIGRTMAX) {
+            action.sa_handler = interrupt_accept;
+            action.sa_flags = 0;
+            sigemptyset(&action.sa_mask);
+            if (sigaction(drain_signal + 1, &action, NULL) == 0) kick_signal = drain_signal + 1;
+        }
         action.sa_handler = start_draining;
         action.sa_flags = SA_RESTART;
         sigemptyset(&action.sa_mask);
@@ -89,14 +155,43 @@ static int refuse_while_draining(void) {
     return -1;
 }
 
+/// The C library's accept (`four`: accept4 with `flags`); the system call if it cannot be
+/// found, which dlsym never fails to in a dynamically linked launcher.
+static int libc_accept(int fd, struct sockaddr *address, socklen_t *length, int flags, int four) {
+    if (four) {
+        accept4_function call = (accept4_function)next_symbol(&next_accept4, "accept4");
+        return call ? call(fd, address, length, flags) : (int)syscall(SYS_accept4, fd, address, length, flags);
+    }
+    accept_function call = (accept_function)next_symbol(&next_accept, "accept");
+    return call ? call(fd, address, length) : (int)syscall(SYS_accept, fd, address, length);
+}
+
+/// accept on a shared socket: registered as waiting, so that the drain wakes it if it blocks.
+static int accept_shared(int fd, struct sockaddr *address, socklen_t *length, int flags, int four) {
+    if (draining) return refuse_while_draining();
+    int slot = claim_waiting_slot();
+    int result = -1;
+    int error = EINTR;
+    pthread_cleanup_push(release_waiting_slot, (void *)(intptr_t)slot);
+    // The drain may have come between the first look and the claim, which it did not see.
+    if (!draining) {
+        result = libc_accept(fd, address, length, flags, four);
+        error = errno;
+    }
+    pthread_cleanup_pop(1);
+    if (result < 0 && error == EINTR && draining) return refuse_while_draining();
+    errno = error;
+    return result;
+}
+
 int accept4(int fd, struct sockaddr *address, socklen_t *length, int flags) {
-    if (draining && is_shared(fd)) return refuse_while_draining();
-    return (int)syscall(SYS_accept4, fd, address, length, flags);
+    if (inherited_count > 0 && is_shared(fd)) return accept_shared(fd, address, length, flags, 1);
+    return libc_accept(fd, address, length, flags, 1);
 }
 
 int accept(int fd, struct sockaddr *address, socklen_t *length) {
-    if (draining && is_shared(fd)) return refuse_while_draining();
-    return (int)syscall(SYS_accept, fd, address, length);
+    if (inherited_count > 0 && is_shared(fd)) return accept_shared(fd, address, length, 0, 0);
+    return libc_accept(fd, address, length, 0, 0);
 }
 
 int switchback_listen_adopted_count(void) { return __atomic_load_n(&adopted_count, __ATOMIC_RELAXED); }
@@ -141,14 +236,29 @@ static void report_adoption(const struct inherited *entry) {
     close(fd);
 }
 
+/// Whether `fd` is a TCP socket of `family` that is not bound yet: the only kind whose bind
+/// of an inherited address is handed the inherited socket. Any other goes to the kernel,
+/// which answers as it does for it (EINVAL for a socket already bound, say).
+static int can_take_inherited(int fd, int family) {
+    int type = 0, domain = 0;
+    socklen_t option_length = sizeof type;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &option_length) != 0 || type != SOCK_STREAM) return 0;
+    option_length = sizeof domain;
+    if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &option_length) != 0 || domain != family) return 0;
+    struct sockaddr_storage bound;
+    socklen_t bound_length = sizeof bound;
+    memset(&bound, 0, sizeof bound);
+    if (getsockname(fd, (struct sockaddr *)&bound, &bound_length) != 0) return 0;
+    if (family == AF_INET) return ((const struct sockaddr_in *)&bound)->sin_port == 0;
+    return ((const struct sockaddr_in6 *)&bound)->sin6_port == 0;
+}
+
 int bind(int fd, const struct sockaddr *address, socklen_t length) {
     if (address != NULL) {
         for (int i = 0; i < inherited_count; i++) {
             const struct inherited *entry = &inherited[i];
             if (fd == entry->fd || !same_address(address, length, entry)) continue;
-            int type = 0;
-            socklen_t type_length = sizeof type;
-            if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_length) != 0 || type != SOCK_STREAM) break;
+            if (!can_take_inherited(fd, address->sa_family)) break;
             // The app's descriptor becomes the inherited socket, with the app's flags:
             // O_NONBLOCK (on the shared description) and close-on-exec (on the descriptor).
             int status_flags = fcntl(fd, F_GETFL);
@@ -161,5 +271,6 @@ int bind(int fd, const struct sockaddr *address, socklen_t length) {
             return 0;
         }
     }
-    return (int)syscall(SYS_bind, fd, address, length);
+    bind_function call = (bind_function)next_symbol(&next_bind, "bind");
+    return call ? call(fd, address, length) : (int)syscall(SYS_bind, fd, address, length);
 }

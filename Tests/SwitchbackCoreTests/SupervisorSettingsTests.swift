@@ -28,6 +28,19 @@ import Testing
         #expect(ListenAddress.parseList("127.0.0.1:80,nothing") == nil)
     }
 
+    /// `[::]` takes both families unless an IPv4 address with its port is declared beside it.
+    @Test func onlyTheIPv6AnyAddressListensOnBothFamilies() throws {
+        func only(_ text: String, among list: String) throws -> Bool {
+            try #require(ListenAddress(text[...])).isIPv6Only(among: try #require(ListenAddress.parseList(list)))
+        }
+        #expect(try only("[::]:80", among: "[::]:80") == false)
+        #expect(try only("[::]:80", among: "[::]:80,0.0.0.0:81") == false)
+        #expect(try only("[::]:80", among: "0.0.0.0:80,[::]:80") == true)
+        #expect(try only("[::]:80", among: "127.0.0.1:80,[::]:80") == true)
+        #expect(try only("[::1]:80", among: "[::1]:80") == true)
+        #expect(try only("127.0.0.1:80", among: "127.0.0.1:80") == false)
+    }
+
     @Test func readinessChecks() throws {
         #expect(ReadinessCheck("") == .mark)
         #expect(ReadinessCheck("mark") == .mark)

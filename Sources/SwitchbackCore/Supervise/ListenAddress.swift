@@ -90,14 +90,31 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         return withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
     }
 
-    /// Opens a listening socket on this address: SO_REUSEADDR, IPV6_V6ONLY for IPv6,
-    /// close-on-exec (children get it through posix_spawn's dup2). Throws a sentence.
-    func open() throws(SwitchbackError) -> Int32 {
+    /// Whether this is `[::]`, IPv6's any-address.
+    var isIPv6Any: Bool { isIPv6 && host.allSatisfy { $0 == 0 } }
+
+    /// Whether its socket takes IPv6 connections only (IPV6_V6ONLY). `[::]:PORT` listens on
+    /// both families, as a server bound to `[::]` does by Linux's default, unless `declared`
+    /// (the addresses opened with it) holds an IPv4 address with the same port: that one
+    /// takes the IPv4 connections. Any other IPv6 address is IPv6 only.
+    public func isIPv6Only(among declared: [ListenAddress]) -> Bool {
+        guard isIPv6 else { return false }
+        guard isIPv6Any else { return true }
+        return declared.contains { !$0.isIPv6 && $0.port == port }
+    }
+
+    /// Opens a listening socket on this address: SO_REUSEADDR, IPV6_V6ONLY as
+    /// ``isIPv6Only(among:)`` says (`declared`: every address opened with it), close-on-exec
+    /// (children get it through posix_spawn's dup2). Throws a sentence.
+    func open(among declared: [ListenAddress] = []) throws(SwitchbackError) -> Int32 {
         let fd = switchback_stream_socket(isIPv6 ? AF_INET6 : AF_INET, 0)
         guard fd >= 0 else { throw failure("socket", errno) }
         var one: Int32 = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        if isIPv6 { _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
+        if isIPv6 {
+            var only: Int32 = isIPv6Only(among: declared) ? 1 : 0
+            _ = setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &only, socklen_t(MemoryLayout<Int32>.size))
+        }
         let bound = withSocketAddress { Glibc.bind(fd, $0, $1) }
         if bound != 0 {
             let error = errno

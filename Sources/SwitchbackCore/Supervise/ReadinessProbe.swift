@@ -81,8 +81,10 @@ final class ReadinessProbe {
         }
     }
 
-    /// The command's exit status, when the supervisor reaped it.
+    /// The command's exit status, when the supervisor reaped it. What it left running in its
+    /// process group is killed: an attempt leaves nothing behind.
     func commandExited(_ status: Int32) -> Outcome {
+        if let commandPID { kill(-commandPID, SIGKILL) }
         commandPID = nil
         if switchback_exited(status) != 0 {
             let code = switchback_exit_code(status)
@@ -91,10 +93,11 @@ final class ReadinessProbe {
         return .failed("was killed by signal \(switchback_term_signal(status))")
     }
 
-    /// Stops the attempt: closes the socket, kills the command (the loop reaps it).
+    /// Stops the attempt: closes the socket, kills the command's whole process group (the
+    /// shell and whatever it started; the loop reaps the shell).
     func cancel() {
         if fd >= 0 { close(fd); fd = -1 }
-        if let commandPID { kill(commandPID, SIGKILL) }
+        if let commandPID { kill(-commandPID, SIGKILL) }
     }
 
     private func finish(_ outcome: Outcome) -> Outcome {
@@ -129,7 +132,15 @@ final class ReadinessProbe {
         var pid: pid_t = 0
         let result = withCStrings(["/bin/sh", "-c", command]) { argv in
             withCStrings(environment) { envp in
-                withChildSpawnAttributes { posix_spawn(&pid, "/bin/sh", &actions, $0, UnsafeMutablePointer(mutating: argv), UnsafeMutablePointer(mutating: envp)) }
+                withChildSpawnAttributes { attributes in
+                    // A process group of its own (its pid), so that a timeout kills all of it.
+                    let mutable = UnsafeMutablePointer(mutating: attributes)
+                    var flags: Int16 = 0
+                    posix_spawnattr_getflags(mutable, &flags)
+                    posix_spawnattr_setflags(mutable, flags | Int16(POSIX_SPAWN_SETPGROUP))
+                    posix_spawnattr_setpgroup(mutable, 0)
+                    return posix_spawn(&pid, "/bin/sh", &actions, attributes, UnsafeMutablePointer(mutating: argv), UnsafeMutablePointer(mutating: envp))
+                }
             }
         }
         if result == 0 { commandPID = pid } else { immediate = .failed("/bin/sh: \(errorString(result))") }

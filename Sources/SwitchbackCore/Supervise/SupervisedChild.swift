@@ -34,6 +34,9 @@ struct SupervisedChild {
     var deadline: Double?
     /// When it showed it was ready, and how: ready once the minimum time has passed since.
     var readySignal: (at: Double, how: String)?
+    /// The builds the health file called good when the child started: a good mark of its own
+    /// build recorded since then is the child's (or an operator's), and makes it ready.
+    var goodBuildsAtStart: Set<String> = []
     /// Whether it holds a listening socket it inherited (`X_SWITCHBACK_ADOPTED`).
     var hasAdoptedSocket = false
     var lastWatchdogPing: Double
@@ -41,6 +44,9 @@ struct SupervisedChild {
     var stop: Stop?
     /// When a draining child gets SIGTERM.
     var terminateAt: Double?
+    /// When a draining child gets the drain signal a second time: a thread of its that
+    /// entered `accept` in the very instant of the first was not woken by it.
+    var drainAgainAt: Double?
     /// When SIGKILL follows the SIGTERM or SIGABRT already sent.
     var killAt: Double?
 

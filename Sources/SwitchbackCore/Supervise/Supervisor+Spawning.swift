@@ -22,7 +22,7 @@ extension Supervisor {
             }
         } else {
             for address in addresses {
-                do { opened.append((try address.open(), address.name, address.description)) } catch { Launcher.fail(error.message) }
+                do { opened.append((try address.open(among: addresses), address.name, address.description)) } catch { Launcher.fail(error.message) }
             }
         }
         for name in ["LISTEN_FDS", "LISTEN_FDNAMES", "LISTEN_PID"] { unsetenv(name) }
@@ -56,6 +56,9 @@ extension Supervisor {
         }
         if settings.watchdogMilliseconds > 0 { environment.append("WATCHDOG_USEC=\(settings.watchdogMilliseconds * 1000)") }
 
+        // Read before the child exists, so that a good mark it writes is not in it.
+        let goodBuildsNow = goodBuilds()
+
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -75,7 +78,9 @@ extension Supervisor {
         }
         let deadline = settings.startDeadlineMilliseconds > 0 ? monotonicNow() + Double(settings.startDeadlineMilliseconds) / 1000 : nil
         nextProbeAt = monotonicNow()
-        return SupervisedChild(pid: pid, intendedSlot: intended, reportFD: readEnd, deadline: deadline)
+        var child = SupervisedChild(pid: pid, intendedSlot: intended, reportFD: readEnd, deadline: deadline)
+        child.goodBuildsAtStart = goodBuildsNow
+        return child
     }
 
     /// This process's environment without the variables the supervisor sets for its children.

@@ -83,6 +83,8 @@ public final class Supervisor {
     /// Stop-first replacement (no listening sockets): the next child starts when this one exits.
     var replacing = false
     var lastSwitchFailure: SupervisorRecord.SwitchFailure?
+    /// The health file as noticeGoodMarks last read it.
+    var healthSeen: FileFingerprint?
 
     var restarts = 0
     var backoff: Int
@@ -155,7 +157,7 @@ public final class Supervisor {
         var timeout = Double(settings.pollMilliseconds) / 1000
         var deadlines = [restartAt, stopDeadline].compactMap { $0 }
         for child in children {
-            deadlines += [child.killAt, child.terminateAt, child.phase == .starting && child.stop == nil ? child.deadline : nil].compactMap { $0 }
+            deadlines += [child.killAt, child.terminateAt, child.drainAgainAt, child.phase == .starting && child.stop == nil ? child.deadline : nil].compactMap { $0 }
             if let signal = child.readySignal, child.phase == .starting { deadlines.append(signal.at + Double(settings.minReadyMilliseconds) / 1000) }
             if child.phase == .ready, settings.watchdogMilliseconds > 0 { deadlines.append(child.lastWatchdogPing + Double(settings.watchdogMilliseconds) / 1000) }
         }
@@ -179,6 +181,8 @@ public final class Supervisor {
                     $0.build = String(words[1])
                 }
                 named = true
+                // Its good mark may already be in the health file: look again.
+                healthSeen = nil
                 publish()
             }
         }
@@ -352,12 +356,17 @@ public final class Supervisor {
             if let killAt = child.killAt, now >= killAt { kill(child.pid, SIGKILL) }
         }
         for index in draining.indices {
+            if let again = draining[index].drainAgainAt, now >= again {
+                kill(draining[index].pid, switchback_drain_signal())
+                draining[index].drainAgainAt = nil
+            }
             guard let terminateAt = draining[index].terminateAt, now >= terminateAt else { continue }
             kill(draining[index].pid, SIGTERM)
             draining[index].terminateAt = nil
             draining[index].killAt = now + Double(settings.graceMilliseconds) / 1000
         }
         if stopDeadline == nil {
+            noticeGoodMarks(now: now)
             checkStartingChildren(now: now)
             checkWatchdog(now: now)
             runProbe(now: now)
@@ -425,6 +434,7 @@ public final class Supervisor {
                 kill(old.pid, switchback_drain_signal())
                 old.phase = .draining
                 old.terminateAt = monotonicNow() + Double(settings.drainMilliseconds) / 1000
+                old.drainAgainAt = monotonicNow() + Double(settings.drainMilliseconds) / 2000
                 draining.append(old)
                 Launcher.printError("launcher: supervisor: \(child.title) is ready (\(child.readySignal?.how ?? "ready")); stopping \(old.title) gracefully.")
             }
@@ -510,6 +520,7 @@ public final class Supervisor {
 
     func finish(_ status: Int32) -> Never {
         if trusted { unlink(SupervisorRecord.path(in: directory)) }
+        notify.remove()
         exit(status)
     }
 

@@ -12,8 +12,10 @@
 /// With `drain_signal` > 0, that signal makes `accept` and `accept4` on those sockets fail
 /// with EAGAIN from then on: the supervisor's way to take an old child out of the accept
 /// pool before it tells it to stop, so that no connection is accepted and then dropped
-/// unread by a graceful shutdown. Call once, before the app runs. Returns how many were
-/// recorded.
+/// unread by a graceful shutdown. A thread already blocked in `accept` on one of them is
+/// woken by `drain_signal + 1` (installed here without SA_RESTART; a thread it reaches
+/// elsewhere sees nothing) and gets EAGAIN too. Call once, before the app runs. Returns how
+/// many were recorded.
 int switchback_listen_adopt(int first, int count, const char *notify_socket, int drain_signal);
 
 /// How many times `bind` handed over an inherited socket (for tests and diagnostics).
