@@ -1,0 +1,67 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What a directory, a directory above it, a link on the way or a file in it must be for
+/// Switchback to write there. `strict` (the default): owned by this user or root and
+/// writable by no one else; a directory above may be writable by others when it is sticky
+/// (like /tmp), since nobody else can then rename or remove the entries below it.
+/// SwitchbackCore passes its own `StrictModes` rule, which also accepts a private group.
+public struct TrustPolicy: Sendable {
+    /// What is being checked.
+    public enum Role: Sendable, Equatable {
+        /// A directory on the way to the one written in (a sticky one may be world-writable).
+        case ancestor
+        /// The directory written in.
+        case directory
+        /// A file opened in it (a lock file, an appended log).
+        case file
+        /// A symbolic link followed on the way (only its owner matters).
+        case link
+    }
+
+    /// Returns nil when `info` (of `path`, the `role` of something named `what`) may be
+    /// trusted, else the sentence that says why not and what to do.
+    public let refusal: @Sendable (_ info: stat, _ path: String, _ role: Role, _ what: String) -> String?
+
+    public init(_ refusal: @escaping @Sendable (_ info: stat, _ path: String, _ role: Role, _ what: String) -> String?) {
+        self.refusal = refusal
+    }
+
+    /// Owned by this user or root, not writable by group or others (a sticky ancestor may be).
+    public static let strict = TrustPolicy { info, path, role, what in
+        let me = geteuid()
+        let mode = info.st_mode & 0o7777
+        let found = "owner uid \(info.st_uid), mode \(String(mode, radix: 8))"
+        if info.st_uid != 0 && info.st_uid != me {
+            if role == .link {
+                return "The symbolic link \(path) on the way to the \(what) is owned by another user (owner uid \(info.st_uid)); refusing to follow it: remove it or run 'chown -h \(me) \(path)'."
+            }
+            return "The \(FileMode.name(role, what)) \(path) is owned by another user (\(found)); refusing to write there: run 'chown \(me) \(path)' or choose another directory."
+        }
+        if role == .link { return nil }
+        if mode & 0o022 != 0 && !(role == .ancestor && mode & 0o1000 != 0) {
+            return "The \(FileMode.name(role, what)) \(path) is writable by other users (\(found)); refusing to write there: run 'chmod go-w \(path)'."
+        }
+        return nil
+    }
+}
+
+/// The type bits of `st_mode`, as numbers (Glibc's overlay offers S_IFMT only as functions).
+enum FileMode {
+    static let typeMask: mode_t = 0o170_000
+    static let regular: mode_t = 0o100_000
+    static let directory: mode_t = 0o040_000
+    static let symbolicLink: mode_t = 0o120_000
+
+    static func type(_ info: stat) -> mode_t { info.st_mode & typeMask }
+
+    /// "directory above the state directory", "state directory", "file in the state directory".
+    static func name(_ role: TrustPolicy.Role, _ what: String) -> String {
+        switch role {
+        case .ancestor: "directory above the \(what)"
+        case .directory, .link: what
+        case .file: "file in the \(what)"
+        }
+    }
+}
