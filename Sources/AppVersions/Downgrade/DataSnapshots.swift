@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackFiles
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -20,6 +21,24 @@ enum DataSnapshots {
             "Could not \(what) at \(path): \(error); check the disk and permissions, then start again.",
             path: path, underlying: error
         )
+    }
+
+    /// Refuses, before anything is written, a directory among `paths` that is a link or that
+    /// another user could change, and one whose holding directory is (the file layer's
+    /// check, `CheckedDirectory`; missing holders are made with `mkdirat` inside checked
+    /// directories). Below directories that pass, no other user can plant a link, so the
+    /// copies and renames that follow write only where they name.
+    static func checkTrusted(_ paths: [String]) throws {
+        for path in paths {
+            let absolute = FileIO.absolute(normalized(path))
+            let name = FileIO.fileName(of: absolute)
+            do {
+                let holder = try CheckedDirectory.open(FileIO.parentDirectory(of: absolute), what: "data directory", creating: 0o755)
+                if holder.status(of: name) != nil { _ = try holder.subdirectory(name) }
+            } catch {
+                throw AppVersionsError(.downgradeFailed, error.message, path: error.path, underlying: error)
+            }
+        }
     }
 
     static func exists(_ path: String) -> Bool {
@@ -98,6 +117,7 @@ enum DataSnapshots {
 
     /// Renames `from` to `to` atomically (same file system), creating `to`'s parent.
     static func move(_ from: String, to: String) throws {
+        try checkTrusted([from, to])
         try FileIO.makeDirectories(FileIO.parentDirectory(of: to))
         if rename(from, to) != 0 {
             let code = errno
@@ -114,6 +134,7 @@ enum DataSnapshots {
     /// into `path.partial`, then renames, so a snapshot that exists is whole.
     static func snapshot(_ data: String, at path: String, excluding excluded: String?, method: SnapshotMethod) throws {
         let partial = path + ".partial"
+        try checkTrusted([data, path, partial])
         do {
             try removeTree(partial)
             if exists(data) {
@@ -141,6 +162,7 @@ enum DataSnapshots {
     /// - an archive and no staged copy: done.
     static func restore(_ data: String, from snapshot: String, archive: String) throws {
         let staging = data + ".appversions-restoring"
+        try checkTrusted([data, snapshot, archive, staging])
         if !exists(archive) {
             do {
                 try removeTree(staging)
@@ -163,6 +185,7 @@ enum DataSnapshots {
 
     /// Moves `data` to `archive` and leaves an empty directory in its place. Repeatable.
     static func archive(_ data: String, to archive: String) throws {
+        try checkTrusted([data, archive])
         if exists(data) && !exists(archive) {
             try move(data, to: archive)
         }

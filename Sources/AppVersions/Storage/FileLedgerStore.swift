@@ -90,7 +90,7 @@ public final class FileLedgerStore: LedgerStore {
             } catch let failure {
                 throw AppVersionsError(
                     .writeFailed,
-                    "Could not write the ledger for scope \"\(scope.name)\" at \(failure.path): \(failure.reason); check that the directory is writable and the disk is not full.",
+                    failure.refusal ?? "Could not write the ledger for scope \"\(scope.name)\" at \(failure.path): \(failure.reason); check that the directory is writable and the disk is not full.",
                     path: failure.path, subject: scope.name, errno: failure.errno
                 )
             }
@@ -110,7 +110,7 @@ public final class FileLedgerStore: LedgerStore {
         } catch {
             throw AppVersionsError(
                 .writeFailed,
-                "Could not lock the ledger for scope \"\(scope.name)\" at \(error.path): \(error.reason); check that the directory is writable.",
+                error.refusal ?? "Could not lock the ledger for scope \"\(scope.name)\" at \(error.path): \(error.reason); check that the directory is writable.",
                 path: error.path, subject: scope.name, errno: error.errno
             )
         }
@@ -130,7 +130,7 @@ public final class FileLedgerStore: LedgerStore {
             } catch {
                 throw AppVersionsError(
                     .writeFailed,
-                    "Could not remove the ledger at \(path): \(error.reason); check the directory's permissions.",
+                    error.refusal ?? "Could not remove the ledger at \(path): \(error.reason); check the directory's permissions.",
                     path: path, subject: scope.name, errno: error.errno
                 )
             }
