@@ -100,7 +100,9 @@ public final class CheckedDirectory: @unchecked Sendable {
             let (fd, openError) = retrying { openat(current, component, flags) }
             if fd < 0 {
                 if openError == ELOOP || openError == ENOTDIR {
-                    throw FileError(.untrusted, "The \(what) \(here) is \(openError == ELOOP ? "a symbolic link" : "not a directory"); refusing to write there: use the real path of a directory instead.", path: here, errno: openError)
+                    var now = stat()
+                    let isLink = fstatat(current, component, &now, AT_SYMLINK_NOFOLLOW) == 0 && FileMode.type(now) == FileMode.symbolicLink
+                    throw FileError(.untrusted, "The \(what) \(here) is \(isLink ? "a symbolic link" : "not a directory"); refusing to write there: use the real path of a directory instead.", path: here, errno: openError)
                 }
                 throw .system("Opening directory", path: here, errno: openError)
             }
@@ -135,7 +137,8 @@ public final class CheckedDirectory: @unchecked Sendable {
         let (fd, openError) = Self.retrying { openat(descriptor, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) }
         if fd < 0 {
             if openError == ELOOP || openError == ENOTDIR {
-                throw FileError(.untrusted, "The \(what) \(here) is \(openError == ELOOP ? "a symbolic link" : "not a directory"); refusing to write there: remove it, and Switchback makes the directory again.", path: here, errno: openError)
+                let isLink = status(of: name).map { FileMode.type($0) == FileMode.symbolicLink } ?? false
+                throw FileError(.untrusted, "The \(what) \(here) is \(isLink ? "a symbolic link" : "not a directory"); refusing to write there: remove it, and Switchback makes the directory again.", path: here, errno: openError)
             }
             throw .system("Opening directory", path: here, errno: openError)
         }
