@@ -102,7 +102,10 @@ public final class CheckedDirectory: @unchecked Sendable {
                 if openError == ELOOP || openError == ENOTDIR {
                     var now = stat()
                     let isLink = fstatat(current, component, &now, AT_SYMLINK_NOFOLLOW) == 0 && FileMode.type(now) == FileMode.symbolicLink
-                    throw FileError(.untrusted, "The \(what) \(here) is \(isLink ? "a symbolic link" : "not a directory"); refusing to write there: use the real path of a directory instead.", path: here, errno: openError)
+                    // A file where a directory should be is a plain failure (ENOTDIR); a link
+                    // that appeared since the fstatat above is a refusal.
+                    if !isLink { throw .system("Opening directory", path: here, errno: ENOTDIR) }
+                    throw FileError(.untrusted, "The \(what) \(here) is a symbolic link; refusing to write through it: use the real path instead.", path: here, errno: openError)
                 }
                 throw .system("Opening directory", path: here, errno: openError)
             }
@@ -138,7 +141,8 @@ public final class CheckedDirectory: @unchecked Sendable {
         if fd < 0 {
             if openError == ELOOP || openError == ENOTDIR {
                 let isLink = status(of: name).map { FileMode.type($0) == FileMode.symbolicLink } ?? false
-                throw FileError(.untrusted, "The \(what) \(here) is \(isLink ? "a symbolic link" : "not a directory"); refusing to write there: remove it, and Switchback makes the directory again.", path: here, errno: openError)
+                if !isLink { throw .system("Opening directory", path: here, errno: ENOTDIR) }
+                throw FileError(.untrusted, "The \(what) \(here) is a symbolic link; refusing to write there: remove it, and Switchback makes the directory again.", path: here, errno: openError)
             }
             throw .system("Opening directory", path: here, errno: openError)
         }

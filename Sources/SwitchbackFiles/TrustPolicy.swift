@@ -45,6 +45,15 @@ public struct TrustPolicy: Sendable {
         }
         return nil
     }
+
+    /// `strict`, except that the directory written in may be sticky and world-writable
+    /// (/tmp, /dev/shm), as an ancestor may: for what a caller keeps *beside* a directory it
+    /// was given (a data directory's lock, its snapshots). Nobody else can rename or remove
+    /// entries there, a link is never followed (`O_NOFOLLOW`), and a file or directory
+    /// someone else made first is theirs, so refused.
+    public static let stickyHolder = TrustPolicy { info, path, role, what in
+        strict.refusal(info, path, role == .directory ? .ancestor : role, what)
+    }
 }
 
 /// The type bits of `st_mode`, as numbers (Glibc's overlay offers S_IFMT only as functions).

@@ -33,7 +33,8 @@ enum DataSnapshots {
             let absolute = FileIO.absolute(normalized(path))
             let name = FileIO.fileName(of: absolute)
             do {
-                let holder = try CheckedDirectory.open(FileIO.parentDirectory(of: absolute), what: "data directory", creating: 0o755)
+                let holder = try CheckedDirectory.open(FileIO.parentDirectory(of: absolute), what: "data directory", creating: 0o755,
+                                                       policy: .stickyHolder)
                 if holder.status(of: name) != nil { _ = try holder.subdirectory(name) }
             } catch {
                 throw AppVersionsError(.downgradeFailed, error.message, path: error.path, underlying: error)

@@ -12,9 +12,10 @@ final class DataLock {
     /// Takes the lock, waiting at most `waitSeconds` (nil: as long as it takes). Nil when
     /// the lock file cannot be opened or the wait ran out (`timedOut` says which).
     init?(dataDirectory: String, exclusive: Bool, waitSeconds: Double?, timedOut: UnsafeMutablePointer<Bool>? = nil) {
-        // In the checked directory that holds the data (made if missing), never through a link.
+        // In the checked directory that holds the data (made if missing; it may be sticky, like
+        // /tmp: see `TrustPolicy.stickyHolder`), never through a link.
         let path = SDKFiles.absolute(dataDirectory) + ".lock"
-        guard let directory = try? SDKFiles.makeDirectory(SDKFiles.parent(of: path), what: "state directory"),
+        guard let directory = try? SDKFiles.makeDirectory(SDKFiles.parent(of: path), what: "directory of the data", policy: .stickyHolder),
               let fd = try? directory.openFile(String(path.split(separator: "/").last ?? ""), flags: O_RDWR | O_CREAT,
                                                mode: 0o600, what: "data lock file") else { return nil }
         self.fd = fd
@@ -38,7 +39,7 @@ final class DataLock {
     /// Whether another process holds the lock in a way that keeps this one out (false when
     /// the lock file cannot be opened at all: then nobody can hold it, and callers go on).
     static func isHeldElsewhere(dataDirectory: String, exclusive: Bool) -> Bool {
-        guard let (directory, name) = try? SDKFiles.holder(of: SDKFiles.absolute(dataDirectory) + ".lock"),
+        guard let (directory, name) = try? SDKFiles.holder(of: SDKFiles.absolute(dataDirectory) + ".lock", policy: .stickyHolder),
               let fd = try? directory.openFile(name, flags: O_RDWR, what: "data lock file") else { return false }
         defer { close(fd) }
         let taken = flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) == 0

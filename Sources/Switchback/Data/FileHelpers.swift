@@ -11,14 +11,14 @@ enum SDKFiles {
     /// `mkdirat` inside one that passed the checks (owned by this user or root, writable by no
     /// one else, no link on the way) and checked after; throws the layer's refusal otherwise.
     @discardableResult
-    static func makeDirectory(_ path: String, what: String = "data directory") throws(FileError) -> CheckedDirectory {
-        try CheckedDirectory.open(absolute(path), what: what, creating: 0o700)
+    static func makeDirectory(_ path: String, what: String = "data directory", policy: TrustPolicy = .strict) throws(FileError) -> CheckedDirectory {
+        try CheckedDirectory.open(absolute(path), what: what, creating: 0o700, policy: policy)
     }
 
     /// The checked directory holding `path` and the last component of `path`.
-    static func holder(of path: String, what: String = "state directory") throws(FileError) -> (CheckedDirectory, String) {
+    static func holder(of path: String, what: String = "state directory", policy: TrustPolicy = .strict) throws(FileError) -> (CheckedDirectory, String) {
         let absolute = absolute(path)
-        let directory = try CheckedDirectory.open(parent(of: absolute), what: what)
+        let directory = try CheckedDirectory.open(parent(of: absolute), what: what, policy: policy)
         guard let slash = absolute.lastIndex(of: "/") else { return (directory, absolute) }
         return (directory, String(absolute[absolute.index(after: slash)...]))
     }
