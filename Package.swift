@@ -72,7 +72,7 @@ let package = Package(
         // body): URLSession could not be bounded (it always lets libcurl inflate gzip and
         // queues every chunk without back-pressure; docs/remote.md, "Bounded memory and time").
         .target(name: "CSwitchbackHTTP"),
-        .target(name: "SwitchbackRemote", dependencies: ["SwitchbackCrypto", "CSwitchbackHTTP"]),
+        .target(name: "SwitchbackRemote", dependencies: ["SwitchbackCrypto", "CSwitchbackHTTP", "SwitchbackFiles"]),
         // `rollbackctl sync|keygen|sign`: rollbackctl executes this program for them.
         .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote"]),
         .executableTarget(name: "rollbackctl-remote", dependencies: ["RemoteCtlKit"]),

@@ -189,6 +189,24 @@ public final class CheckedDirectory: @unchecked Sendable {
         if durable { try sync() }
     }
 
+    /// Creates the file `name`, which must not exist (`O_CREAT | O_EXCL | O_NOFOLLOW`: a link
+    /// there is an EEXIST failure, never followed), with exactly `mode` whatever the umask,
+    /// writes `bytes` and fsyncs it; on failure the partial file is removed.
+    public func createNew(_ name: String, with bytes: [UInt8], mode: mode_t) throws(FileError) {
+        let (fd, openError) = Self.retrying { openat(descriptor, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
+        if fd < 0 { throw .system("Creating", path: child(name), errno: openError) }
+        do throws(FileError) {
+            if fchmod(fd, mode) != 0 { throw FileError.system("Setting the mode of", path: child(name), errno: errno) }
+            try Self.writeAll(fd, bytes, path: child(name))
+            if fsync(fd) != 0 { throw FileError.system("Syncing", path: child(name), errno: errno) }
+            if close(fd) != 0 { throw FileError.system("Closing", path: child(name), errno: errno) }
+        } catch {
+            close(fd)
+            unlinkat(descriptor, name, 0)
+            throw error
+        }
+    }
+
     /// Opens the file `name` with `flags` (`O_CREAT` with `mode` to create it), adding
     /// `O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK` (a FIFO put there cannot hang the open), then
     /// checks the descriptor: a regular file the policy trusts (`role .file`). A link at
