@@ -8,7 +8,7 @@ import Glibc
 /// A second local user plants symbolic links at every name a writer creates or replaces, in
 /// the state directory and in the data directory, while root runs the launcher (plain and
 /// supervised), rollbackctl and the sample app's migrations: no file outside those
-/// directories changes, and each refusal says why (docs/security.md, "Files").
+/// directories changes, and each refusal says why (docs/design.md, "Writes: one layer").
 @Suite(.enabled(if: geteuid() == 0, "needs root to run as root against files of a second uid"))
 struct PlantedLinkTests {
     /// Every name a writer creates or replaces in the state directory.
@@ -66,19 +66,25 @@ struct PlantedLinkTests {
         let planted = try Self.entries(t.state)
         let owned = "The state directory \(t.state) is owned by another user (owner uid \(other), mode 755); refusing to trust it: run 'chown 0 \(t.state)' or remove it"
 
+        // The launcher runs the current slot without writing there; the SDK then refuses to
+        // make or migrate the data below that directory, and the app stops before its main.
+        let refusedData = "Error: the app (version \(t.currentVersion)) could not prepare its data in \(t.state)/data: The directory above the data directory \(t.state) is owned by another user (owner uid \(other), mode 755); refusing to write there: run 'chown 0 \(t.state)' or choose another directory.\n"
         let plain = try t.launcher()
-        print("PLAIN", plain)
+        #expect(plain.status == 1, "\(plain)")
+        #expect(plain.stdout.isEmpty, "\(plain)")
+        #expect(plain.stderr == "launcher: \(owned); ignoring it and running the current slot.\n" + refusedData, "\(plain)")
         let status = try t.rollbackctl("status")
-        print("STATUS", status)
+        #expect(status.status == 0, "\(status)")
+        #expect(status.stdout.contains("State: not trusted. \(owned).\n"), "\(status)")
         for command in [["rollback"], ["rollforward"], ["mark-good", "current"]] {
             let result = try t.run(t.bundle + "/bin/rollbackctl", command)
             #expect(result.status == 1, "\(command): \(result)")
             #expect(result.stderr == "Error: \(owned).\n", "\(command): \(result)")
         }
         let supervised = try SupervisedLauncher(t, [])
-        supervised.wait(upTo: 5) { supervised.process.hasExited }
-        print("SUPERVISED", supervised.stderr)
+        #expect(supervised.wait(upTo: 20) { supervised.stderr.contains("restart 2)") }, "\(supervised.stderr)")
         supervised.stop()
+        #expect(supervised.stderr.hasPrefix("launcher: \(owned); ignoring it and running the current slot.\n" + refusedData), "\(supervised.stderr)")
 
         #expect(try victim.snapshot() == before, "a planted link made root write outside the state directory")
         #expect(try Self.entries(t.state) == planted, "something was written in the untrusted state directory")
@@ -92,6 +98,7 @@ struct PlantedLinkTests {
         #expect(try t.launcher("note", "add", "written by 1.1.0", environment: previous).status == 0)
         // The data directory and its ledger beside it are the second user's, with links at
         // the names the migration and AppVersions write.
+        try shell("mkdir", "-p", t.state + "/data.versions")
         for directory in [t.state + "/data", t.state + "/data.versions"] {
             try shell("chown", String(other), directory)
             let names = try FileManager.default.contentsOfDirectory(atPath: directory)
@@ -101,12 +108,20 @@ struct PlantedLinkTests {
         let before = try victim.snapshot()
         let planted = try Self.entries(t.state + "/data") + Self.entries(t.state + "/data.versions")
 
+        let data = t.state + "/data"
+        let mode = String(try FileManager.default.attributesOfItem(atPath: data)[.posixPermissions] as! Int, radix: 8)
+        let refused = "Error: the app (version \(t.currentVersion)) could not prepare its data in \(data): The data directory \(data) is owned by another user (owner uid \(other), mode \(mode)); refusing to write there: run 'chown 0 \(data)' or choose another directory.\n"
         let upgraded = try t.launcher()
-        print("UPGRADE", upgraded)
+        #expect(upgraded.status == 1, "\(upgraded)")
+        #expect(upgraded.stdout.isEmpty && upgraded.stderr == refused, "\(upgraded)")
         let supervised = try SupervisedLauncher(t, [])
-        supervised.wait(upTo: 5) { supervised.process.hasExited }
-        print("SUPERVISED", supervised.stderr)
+        #expect(supervised.wait(upTo: 20) { supervised.stderr.contains("restart 2)") }, "\(supervised.stderr)")
         supervised.stop()
+        #expect(supervised.stderr.hasPrefix(refused), "\(supervised.stderr)")
+        // rollbackctl's rollback asks the current build to convert the data back first: refused.
+        let back = try t.rollbackctl("rollback")
+        #expect(back.status == 1, "\(back)")
+        #expect(back.stderr == "Error: Converting the data back for the previous build (\(t.previousVersion)) failed: The data directory \(data) is owned by another user (owner uid \(other), mode \(mode)); refusing to write there: run 'chown 0 \(data)' or choose another directory. Nothing was switched; fix the cause and run 'rollbackctl rollback' again (it resumes where it stopped).\n", "\(back)")
 
         #expect(try victim.snapshot() == before, "a planted link made root write outside the data directory")
         #expect(try Self.entries(t.state + "/data") + Self.entries(t.state + "/data.versions") == planted)
@@ -123,11 +138,18 @@ struct PlantedLinkTests {
         try Self.plant(["data"], directories: ["data"], in: t.state, victim: victim, owner: 0)
         let before = try victim.snapshot()
         let back = try t.rollbackctl("rollback")
-        print("BACK", back)
+        #expect(back.status == 1, "\(back)")
+        #expect(back.stderr == "Error: Converting the data back for the previous build (\(t.previousVersion)) failed: The data directory \(t.state)/data is a symbolic link; refusing to write through it: use the real path instead. Nothing was switched; fix the cause and run 'rollbackctl rollback' again (it resumes where it stopped).\n", "\(back)")
         let started = try t.launcher()
-        print("STARTED", started)
-        let locked = try t.rollbackctl("rollforward")
-        print("FORWARD", locked)
+        #expect(started.status == 1, "\(started)")
+        #expect(started.stderr == "launcher: The file \(t.state)/state is a symbolic link; refusing to follow it: replace it with a regular file (or remove it); ignoring it and running the current slot.\nError: the app (version \(t.currentVersion)) could not prepare its data in \(t.state)/data: The data directory \(t.state)/data is a symbolic link; refusing to write through it: use the real path instead.\n", "\(started)")
+        // rollforward replaces the linked state file (moved aside with renameat, the link
+        // itself), never writing through it.
+        let forward = try t.rollbackctl("rollforward")
+        #expect(forward.status == 0, "\(forward)")
+        #expect(forward.stderr.hasPrefix("Warning: The state file was damaged (The file \(t.state)/state is a symbolic link; refusing to follow it: replace it with a regular file (or remove it).); it was moved to \(t.state)/state.damaged-"), "\(forward)")
+        var info = stat()
+        #expect(lstat(t.state + "/state", &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
         #expect(try victim.snapshot() == before)
     }
 }
