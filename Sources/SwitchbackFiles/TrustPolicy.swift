@@ -4,7 +4,8 @@ import Glibc
 
 /// What a directory, a directory above it, a link on the way or a file in it must be for
 /// Switchback to write there. `strict` (the default): owned by this user or root and
-/// writable by no one else; a directory above may be writable by others when it is sticky
+/// writable by no one else (its group only when that is this process's private group, as
+/// in StrictModes); a directory above may be writable by others when it is sticky
 /// (like /tmp), since nobody else can then rename or remove the entries below it.
 /// SwitchbackCore passes its own `StrictModes` rule, which also accepts a private group.
 public struct TrustPolicy: Sendable {
@@ -28,7 +29,8 @@ public struct TrustPolicy: Sendable {
         self.refusal = refusal
     }
 
-    /// Owned by this user or root, not writable by group or others (a sticky ancestor may be).
+    /// Owned by this user or root, not writable by others (a sticky ancestor may be), nor by
+    /// its group unless that is this process's private group (`LocalAccounts`).
     public static let strict = TrustPolicy { info, path, role, what in
         let me = geteuid()
         let mode = info.st_mode & 0o7777
@@ -40,10 +42,17 @@ public struct TrustPolicy: Sendable {
             return "The \(FileMode.name(role, what)) \(path) is owned by another user (\(found)); refusing to write there: run 'chown \(me) \(path)' or choose another directory."
         }
         if role == .link { return nil }
-        if mode & 0o022 != 0 && !(role == .ancestor && mode & 0o1000 != 0) {
+        if mode & 0o022 == 0 || (role == .ancestor && mode & 0o1000 != 0) { return nil }
+        if mode & 0o002 != 0 {
             return "The \(FileMode.name(role, what)) \(path) is writable by other users (\(found)); refusing to write there: run 'chmod go-w \(path)'."
         }
-        return nil
+        // Writable by its group: trusted only when that is this process's private group.
+        let group = getegid()
+        guard let why = LocalAccounts.whyNotPrivate(info.st_gid, user: me, effectiveGroup: group) else { return nil }
+        let alternative = info.st_gid == group
+            ? ", or give group \(info.st_gid) to this user alone"
+            : ", or run this program with group \(info.st_gid) as its group (in Kubernetes: runAsGroup equal to fsGroup)"
+        return "The \(FileMode.name(role, what)) \(path) is writable by its group (owner uid \(info.st_uid), group \(info.st_gid), mode \(String(mode, radix: 8))), and \(why); refusing to write there: run 'chmod g-w \(path)'\(alternative)."
     }
 
     /// `strict`, except that the directory written in may be sticky and world-writable
