@@ -377,7 +377,7 @@ func kubeletOwnershipPass(_ volume: String, group: gid_t) throws {
         // directory another group can write (the file layer), and says so.
         let forced = try t.launcher(environment: environment.merging(["SWITCHBACK_SLOT": "current"]) { $1 })
         #expect(forced.status == 1, "\(forced)")
-        #expect(forced.stderr.contains("\nError: the app (version \(t.currentVersion)) could not prepare its data in \(state)/data: The directory above the data directory \(state) is writable by its group (owner uid \(geteuid()), group \(fsGroup), mode "), "\(forced)")
+        #expect(forced.stderr.hasSuffix("\nError: the app (version \(t.currentVersion)) could not prepare its data in \(state)/data: The directory above the data directory \(volume) is writable by its group (owner uid \(geteuid()), group \(fsGroup), mode 2775), and group \(fsGroup) is not this process's group (\(getegid())); refusing to write there: run 'chmod g-w \(volume)', or run this program with group \(fsGroup) as its group (in Kubernetes: runAsGroup equal to fsGroup).\n"), "\(forced)")
     }
 
     /// (b) The same pass when the files, not the directory, are what changed: a state file
