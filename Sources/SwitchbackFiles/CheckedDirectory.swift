@@ -67,26 +67,27 @@ public final class CheckedDirectory: @unchecked Sendable {
                 continue
             }
             let current = opened.last!
-            let here = display(shown + [component])
+            // Built only for a message or a check that needs it (a refusal, a failure).
+            func here() -> String { display(shown + [component]) }
             let isLast = pending.isEmpty
             var info = stat()
             let (found, statError) = retrying { fstatat(current, component, &info, AT_SYMLINK_NOFOLLOW) }
             if found != 0 {
-                guard statError == ENOENT, let mode else { throw .system("Opening directory", path: here, errno: statError) }
+                guard statError == ENOENT, let mode else { throw .system("Opening directory", path: here(), errno: statError) }
                 // Made in a directory that passed; checked below like any other.
                 let (made, makeError) = retrying { mkdirat(current, component, mode) }
-                if made != 0 && makeError != EEXIST { throw .system("Creating directory", path: here, errno: makeError) }
+                if made != 0 && makeError != EEXIST { throw .system("Creating directory", path: here(), errno: makeError) }
             } else if FileMode.type(info) == FileMode.symbolicLink {
                 if isLast {
-                    throw FileError(.untrusted, "The \(what) \(here) is a symbolic link; refusing to write through it: use the real path instead.", path: here)
+                    throw FileError(.untrusted, "The \(what) \(here()) is a symbolic link; refusing to write through it: use the real path instead.", path: here())
                 }
-                if let refusal = policy.refusal(info, here, .link, what) { throw FileError(.untrusted, refusal, path: here) }
+                if let refusal = policy.refusal(info, here(), .link, what) { throw FileError(.untrusted, refusal, path: here()) }
                 links += 1
                 if links > maximumLinks {
                     throw FileError(.untrusted, "The \(what) \(path) goes through more than \(maximumLinks) symbolic links; refusing to follow them: use the real path instead.", path: path)
                 }
-                guard let target = readLink(current, component, path: here) else {
-                    throw FileError(.untrusted, "The symbolic link \(here) on the way to the \(what) changed while it was checked; refusing to follow it: try again.", path: here)
+                guard let target = readLink(current, component) else {
+                    throw FileError(.untrusted, "The symbolic link \(here()) on the way to the \(what) changed while it was checked; refusing to follow it: try again.", path: here())
                 }
                 if target.utf8.first == 0x2F {
                     for fd in opened.dropFirst() { close(fd) }
@@ -104,15 +105,15 @@ public final class CheckedDirectory: @unchecked Sendable {
                     let isLink = fstatat(current, component, &now, AT_SYMLINK_NOFOLLOW) == 0 && FileMode.type(now) == FileMode.symbolicLink
                     // A file where a directory should be is a plain failure (ENOTDIR); a link
                     // that appeared since the fstatat above is a refusal.
-                    if !isLink { throw .system("Opening directory", path: here, errno: ENOTDIR) }
-                    throw FileError(.untrusted, "The \(what) \(here) is a symbolic link; refusing to write through it: use the real path instead.", path: here, errno: openError)
+                    if !isLink { throw .system("Opening directory", path: here(), errno: ENOTDIR) }
+                    throw FileError(.untrusted, "The \(what) \(here()) is a symbolic link; refusing to write through it: use the real path instead.", path: here(), errno: openError)
                 }
-                throw .system("Opening directory", path: here, errno: openError)
+                throw .system("Opening directory", path: here(), errno: openError)
             }
             opened.append(fd)
             shown.append(component)
             isReadable = isLast
-            if !isLast { try check(fd, path: here, role: .ancestor, what: what, policy: policy) }
+            if !isLast { try check(fd, path: here(), role: .ancestor, what: what, policy: policy) }
         }
         var last = opened.removeLast()
         if !isReadable {
@@ -295,16 +296,20 @@ public final class CheckedDirectory: @unchecked Sendable {
 
     // MARK: -
 
-    static func check(_ fd: Int32, path: String, role: TrustPolicy.Role, what: String, policy: TrustPolicy) throws(FileError) {
+    static func check(_ fd: Int32, path: @autoclosure () -> String, role: TrustPolicy.Role, what: String, policy: TrustPolicy) throws(FileError) {
         var info = stat()
-        if fstat(fd, &info) != 0 { throw .system("Inspecting", path: path, errno: errno) }
+        if fstat(fd, &info) != 0 { throw .system("Inspecting", path: path(), errno: errno) }
         guard FileMode.type(info) == FileMode.directory else {
-            throw FileError(.untrusted, "The \(what) \(path) is not a directory; refusing to write there: use the path of a directory instead.", path: path)
+            throw FileError(.untrusted, "The \(what) \(path()) is not a directory; refusing to write there: use the path of a directory instead.", path: path())
         }
-        if let refusal = policy.refusal(info, path, role, what) { throw FileError(.untrusted, refusal, path: path) }
+        // The policy gets the path for its sentence; the common case (owned by us or root,
+        // not writable by others) decides from `info` alone, so skip building it then.
+        if info.st_mode & 0o022 == 0 && (info.st_uid == 0 || info.st_uid == geteuid()) { return }
+        let shown = path()
+        if let refusal = policy.refusal(info, shown, role, what) { throw FileError(.untrusted, refusal, path: shown) }
     }
 
-    static func readLink(_ directory: Int32, _ name: String, path: String) -> String? {
+    static func readLink(_ directory: Int32, _ name: String) -> String? {
         withUnsafeTemporaryAllocation(of: CChar.self, capacity: Int(PATH_MAX) + 1) { buffer in
             let count = readlinkat(directory, name, buffer.baseAddress!, buffer.count - 1)
             guard count > 0 else { return nil }

@@ -22,7 +22,9 @@ public struct TrustPolicy: Sendable {
     }
 
     /// Returns nil when `info` (of `path`, the `role` of something named `what`) may be
-    /// trusted, else the sentence that says why not and what to do.
+    /// trusted, else the sentence that says why not and what to do. Every policy accepts a
+    /// directory owned by this user or root that neither group nor others may write:
+    /// `CheckedDirectory` decides that case without asking (nor building the path).
     public let refusal: @Sendable (_ info: stat, _ path: String, _ role: Role, _ what: String) -> String?
 
     public init(_ refusal: @escaping @Sendable (_ info: stat, _ path: String, _ role: Role, _ what: String) -> String?) {
@@ -34,17 +36,18 @@ public struct TrustPolicy: Sendable {
     public static let strict = TrustPolicy { info, path, role, what in
         let me = geteuid()
         let mode = info.st_mode & 0o7777
-        let found = "owner uid \(info.st_uid), mode \(String(mode, radix: 8))"
+        // Built only on refusal: this runs for every directory of every walk.
+        func found() -> String { "owner uid \(info.st_uid), mode \(String(mode, radix: 8))" }
         if info.st_uid != 0 && info.st_uid != me {
             if role == .link {
                 return "The symbolic link \(path) on the way to the \(what) is owned by another user (owner uid \(info.st_uid)); refusing to follow it: remove it or run 'chown -h \(me) \(path)'."
             }
-            return "The \(FileMode.name(role, what)) \(path) is owned by another user (\(found)); refusing to write there: run 'chown \(me) \(path)' or choose another directory."
+            return "The \(FileMode.name(role, what)) \(path) is owned by another user (\(found())); refusing to write there: run 'chown \(me) \(path)' or choose another directory."
         }
         if role == .link { return nil }
         if mode & 0o022 == 0 || (role == .ancestor && mode & 0o1000 != 0) { return nil }
         if mode & 0o002 != 0 {
-            return "The \(FileMode.name(role, what)) \(path) is writable by other users (\(found)); refusing to write there: run 'chmod go-w \(path)'."
+            return "The \(FileMode.name(role, what)) \(path) is writable by other users (\(found())); refusing to write there: run 'chmod go-w \(path)'."
         }
         // Writable by its group: trusted only when that is this process's private group.
         let group = getegid()

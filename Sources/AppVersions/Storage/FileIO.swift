@@ -105,7 +105,11 @@ enum FileIO {
     /// `fsync`s it, `renameat`s it over `path` (a link there is replaced, never followed),
     /// then `fsync`s the directory so the rename itself is durable.
     static func replaceAtomically(_ path: String, with bytes: [UInt8], directory: String) throws(Failure) {
-        let opened = try self.directory(directory)
+        try replaceAtomically(path, with: bytes, in: try self.directory(directory))
+    }
+
+    /// `replaceAtomically` in a directory already opened and checked.
+    static func replaceAtomically(_ path: String, with bytes: [UInt8], in opened: CheckedDirectory) throws(Failure) {
         let name = fileName(of: path)
         do {
             try opened.replace(name, with: bytes, mode: 0o644, temporaryName: name + ".tmp")
@@ -122,8 +126,9 @@ enum FileIO {
 
     /// Creates `path` and its missing parents, like `mkdir -p`, each with `mkdirat` in a
     /// directory that passed the checks, and checked after.
-    static func makeDirectories(_ path: String) throws(Failure) {
-        _ = try directory(path, creating: true)
+    @discardableResult
+    static func makeDirectories(_ path: String) throws(Failure) -> CheckedDirectory {
+        try directory(path, creating: true)
     }
 
     /// The directory part of a path (`"."` for a bare name).
@@ -168,8 +173,8 @@ enum FileIO {
     /// exclusive `flock(2)` on it, waiting as long as needed.
     ///
     /// The lock is released by ``unlock(_:)`` or, if the process dies, by the kernel.
-    static func lockExclusively(_ path: String) throws(Failure) -> Int32 {
-        let opened = try directory(parentDirectory(of: path))
+    static func lockExclusively(_ path: String, in checked: CheckedDirectory? = nil) throws(Failure) -> Int32 {
+        let opened = try checked ?? directory(parentDirectory(of: path))
         let descriptor: Int32
         do {
             descriptor = try opened.openFile(fileName(of: path), flags: O_RDWR | O_CREAT, mode: 0o644, what: "lock file")!

@@ -82,8 +82,8 @@ public final class FileLedgerStore: LedgerStore {
             }
             file.append(entries)
             do throws(FileIO.Failure) {
-                try FileIO.makeDirectories(directory)
-                try FileIO.replaceAtomically(path, with: file.bytes, directory: directory)
+                let opened = try FileIO.makeDirectories(directory)
+                try FileIO.replaceAtomically(path, with: file.bytes, in: opened)
                 guard let fingerprint = try FileIO.fingerprint(of: path) else { return }
                 all.append(contentsOf: entries)
                 cache[scope] = Cached(fingerprint: fingerprint, file: file, entries: all)
@@ -105,8 +105,7 @@ public final class FileLedgerStore: LedgerStore {
         let lockPath = directory + "/scope-" + Self.fileName(for: scope) + ".lock"
         let descriptor: Int32
         do throws(FileIO.Failure) {
-            try FileIO.makeDirectories(directory)
-            descriptor = try FileIO.lockExclusively(lockPath)
+            descriptor = try FileIO.lockExclusively(lockPath, in: try FileIO.makeDirectories(directory))
         } catch {
             throw AppVersionsError(
                 .writeFailed,
