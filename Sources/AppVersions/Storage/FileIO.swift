@@ -174,7 +174,8 @@ enum FileIO {
     ///
     /// The lock is released by ``unlock(_:)`` or, if the process dies, by the kernel.
     static func lockExclusively(_ path: String, in checked: CheckedDirectory? = nil) throws(Failure) -> Int32 {
-        let opened = try checked ?? directory(parentDirectory(of: path))
+        let opened: CheckedDirectory
+        if let checked { opened = checked } else { opened = try directory(parentDirectory(of: path)) }
         let descriptor: Int32
         do {
             descriptor = try opened.openFile(fileName(of: path), flags: O_RDWR | O_CREAT, mode: 0o644, what: "lock file")!
