@@ -136,6 +136,16 @@ struct PlantedLinkTests {
                        in: t.state, victim: victim, owner: 0)
         try shell("rm", "-rf", t.state + "/data")
         try Self.plant(["data"], directories: ["data"], in: t.state, victim: victim, owner: 0)
+        // The temporary names carry the writer's pid: links at those of the next 400 pids.
+        let last = Int(try String(contentsOfFile: "/proc/sys/kernel/ns_last_pid", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)) ?? 1
+        try shell("sh", "-c", """
+            cd '\(t.state)' && for p in $(seq \(last + 1) \(last + 400)); do
+              for n in state health history.log verified-slots observe-counts data-state remote install-id switch.pending; do
+                ln -s '\(victim.path)/precious' "$n.tmp-$p"
+              done
+            done
+            """)
         let before = try victim.snapshot()
         let back = try t.rollbackctl("rollback")
         #expect(back.status == 1, "\(back)")
@@ -150,6 +160,9 @@ struct PlantedLinkTests {
         #expect(forward.stderr.hasPrefix("Warning: The state file was damaged (The file \(t.state)/state is a symbolic link; refusing to follow it: replace it with a regular file (or remove it).); it was moved to \(t.state)/state.damaged-"), "\(forward)")
         var info = stat()
         #expect(lstat(t.state + "/state", &info) == 0 && info.st_mode & S_IFMT == S_IFREG)
+        // The writers met links at their own temporary names (and removed them, unfollowed).
+        let left = try FileManager.default.contentsOfDirectory(atPath: t.state).filter { $0.contains(".tmp-") }.count
+        #expect(left < 9 * 400, "no writer's pid fell in the planted range")
         #expect(try victim.snapshot() == before)
     }
 }
