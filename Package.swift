@@ -39,7 +39,7 @@ let package = Package(
                 .define("SWITCHBACK_APP_BUILD", to: "\"\(appBuild)\""),
             ]
         ),
-        .target(name: "Switchback", dependencies: ["SwitchbackSDKSupport", "SwitchbackContract", "AppVersions", "SystemdNotify"]),
+        .target(name: "Switchback", dependencies: ["SwitchbackSDKSupport", "SwitchbackContract", "AppVersions", "SwitchbackFiles", "SystemdNotify"]),
         // systemd's sd_notify protocol without libsystemd (READY=1, EXTEND_TIMEOUT_USEC=, WATCHDOG=1),
         // Glibc only: the SDK and AppVersions tell systemd, or the supervisor, how a start goes.
         .target(name: "SystemdNotify"),
@@ -50,7 +50,11 @@ let package = Package(
         // State, manifest, decision and loading: no Foundation, so the launcher stays thin.
         // Wrappers of the C calls Swift cannot make (prctl, the wait(2) macros).
         .target(name: "SwitchbackSystem"),
-        .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract", "SwitchbackSystem", "SystemdNotify"]),
+        // The one file-system layer every writer uses (directories opened and checked once,
+        // everything relative to their descriptor, no link followed), Glibc only: the
+        // launcher, rollbackctl, the SDK and AppVersions all write through it.
+        .target(name: "SwitchbackFiles"),
+        .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract", "SwitchbackSystem", "SwitchbackFiles", "SystemdNotify"]),
         // The launcher's `bind`, which hands a supervised child the supervisor's listening
         // socket when the app binds that address itself (docs/supervise.md). Only the
         // launcher links it; scripts/bundle exports the symbol from the launcher.
@@ -68,14 +72,14 @@ let package = Package(
         // body): URLSession could not be bounded (it always lets libcurl inflate gzip and
         // queues every chunk without back-pressure; docs/remote.md, "Bounded memory and time").
         .target(name: "CSwitchbackHTTP"),
-        .target(name: "SwitchbackRemote", dependencies: ["SwitchbackCrypto", "CSwitchbackHTTP"]),
+        .target(name: "SwitchbackRemote", dependencies: ["SwitchbackCrypto", "CSwitchbackHTTP", "SwitchbackFiles"]),
         // `rollbackctl sync|keygen|sign`: rollbackctl executes this program for them.
         .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote"]),
         .executableTarget(name: "rollbackctl-remote", dependencies: ["RemoteCtlKit"]),
         // The sample app: a user of the SDK like any other app.
         .target(name: "AppCore", dependencies: ["Switchback"]),
         // Version history and run-once migrations, for the app to call from inside AppCore.
-        .target(name: "AppVersions", dependencies: ["SystemdNotify"]),
+        .target(name: "AppVersions", dependencies: ["SystemdNotify", "SwitchbackFiles"]),
         .executableTarget(name: "appversions-fixture", dependencies: ["AppVersions"]),
         .executableTarget(name: "appversions-bench", dependencies: ["AppVersions"]),
         .testTarget(name: "AppVersionsTests", dependencies: ["AppVersions", "SystemdNotify", "appversions-fixture"]),
@@ -83,7 +87,7 @@ let package = Package(
         .executableTarget(name: "appcore-direct", dependencies: ["AppCore", "Switchback"]),
         // scripts/bench's floor: the slot opened and called with no checks (never shipped).
         .executableTarget(name: "slot-floor", dependencies: ["SwitchbackContract"]),
-        .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore"]),
+        .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore", "SwitchbackFiles"]),
         .testTarget(name: "SwitchbackSDKTests", dependencies: ["Switchback", "SwitchbackCore", "SystemdNotify"]),
         // Fuzzing (docs/fuzzing.md): one target per parser in a library the tests also run over
         // the kept regressions, and an executable that is libFuzzer's harness when scripts/fuzz

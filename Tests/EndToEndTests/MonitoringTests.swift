@@ -206,6 +206,29 @@ import Glibc
         #expect(try t.status()["active_slot"] as? String == "previous")
     }
 
+    @Test func theMetricsFileIsWorldReadableWhateverTheUmask() throws {
+        let (t, directory) = try Self.bundleWithMetrics()
+        let back = try t.run("/bin/sh", ["-c", "umask 077; exec \"$0\" rollback", t.bundle + "/bin/rollbackctl"])
+        #expect(back.status == 0, "\(back)")
+        let files = try Self.promFiles(in: directory)
+        try #require(files.count == 1, "\(files)")
+        let mode = try FileManager.default.attributesOfItem(atPath: directory + "/" + files[0])[.posixPermissions] as? Int
+        #expect(mode == 0o644, "mode \(String(mode ?? 0, radix: 8)) under umask 077")
+    }
+
+    @Test func aMetricsDirectoryOthersCanWriteIsRefusedLikeAStateDirectory() throws {
+        let (t, directory) = try Self.bundleWithMetrics()
+        #expect(chmod(directory, 0o777) == 0)
+        let back = try t.rollbackctl("rollback")
+        #expect(back.status == 0, "\(back)")
+        #expect(back.stdout == "Rolled back: the next start runs the previous slot (\(t.previousVersion)).\n")
+        let file = "\(directory)/switchback-dev.switchback.sample-"
+        #expect(back.stderr.hasPrefix("Warning: the metrics file \(file)"), "\(back)")
+        #expect(back.stderr.hasSuffix(".prom was not written: The metrics directory \(directory) is writable by other users (owner uid \(geteuid()), mode 777); refusing to trust it: run 'chmod go-w \(directory)'. The switch itself is done.\n"), "\(back)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty, "nothing is written there")
+        #expect(try t.status()["active_slot"] as? String == "previous")
+    }
+
     @Test func withoutAJournalSocketTheSwitchIsUnchanged() throws {
         let t = try TestBundle()
         let back = try t.rollbackctl("rollback", environment: ["SWITCHBACK_JOURNAL_SOCKET": t.directory + "/no-such-socket"])

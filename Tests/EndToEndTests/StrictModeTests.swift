@@ -320,8 +320,10 @@ func kubeletOwnershipPass(_ volume: String, group: gid_t) throws {
         #expect(restored["reason"] is NSNull)
     }
 
-    /// (a) The same parent before any rollback: the state records nothing, so the current
-    /// build runs (with the line), and `rollbackctl rollback` says what to change.
+    /// (a) The same parent before any rollback: the state records nothing, so the launcher
+    /// runs the current build (with the line), whose SDK then refuses to make or migrate its
+    /// data below that parent (the file layer: no write where another user can create
+    /// entries); `rollbackctl rollback` says what to change.
     @Test func aFreshStateUnderAWorldWritableParentIsRefusedWithTheFix() throws {
         let t = try TestBundle()
         let (volume, state) = try Self.volume(t)
@@ -329,9 +331,9 @@ func kubeletOwnershipPass(_ volume: String, group: gid_t) throws {
         try shell("chmod", "777", volume)
         let found = "The directory of the state directory \(volume) is writable by other users (owner uid \(geteuid()), mode 777); refusing to trust it: run 'chmod go-w \(volume)'"
         let result = try t.launcher(environment: environment)
-        #expect(result.status == 0)
-        #expect(result.stdout.hasPrefix(t.greeting(.current)))
-        #expect(result.stderr == "launcher: \(found); ignoring it and running the current slot.\n")
+        #expect(result.status == 1)
+        #expect(result.stdout.isEmpty)
+        #expect(result.stderr == "launcher: \(found); ignoring it and running the current slot.\nError: the app (version \(t.currentVersion)) could not prepare its data in \(state)/data: The directory above the data directory \(volume) is writable by other users (owner uid \(geteuid()), mode 777); refusing to write there: run 'chmod go-w \(volume)'.\n", "\(result)")
         let rollback = try t.rollbackctl("rollback", environment: environment)
         #expect(rollback.status == 1)
         #expect(rollback.stderr == "Error: \(found).\n")
@@ -371,8 +373,11 @@ func kubeletOwnershipPass(_ volume: String, group: gid_t) throws {
         let trust = try #require(status["state_trust"] as? [String: Any])
         #expect(trust["trusted"] as? Bool == false)
         #expect(trust["reason"] as? String == found + ".")
-        // A forced slot is still the operator's to choose.
-        #expect(try t.launcher(environment: environment.merging(["SWITCHBACK_SLOT": "current"]) { $1 }).stdout.hasPrefix(t.greeting(.current)))
+        // A forced slot is still the operator's to choose; but its SDK writes no data below a
+        // directory another group can write (the file layer), and says so.
+        let forced = try t.launcher(environment: environment.merging(["SWITCHBACK_SLOT": "current"]) { $1 })
+        #expect(forced.status == 1, "\(forced)")
+        #expect(forced.stderr.hasSuffix("\nError: the app (version \(t.currentVersion)) could not prepare its data in \(state)/data: The directory above the data directory \(volume) is writable by its group (owner uid \(geteuid()), group \(fsGroup), mode 2775), and group \(fsGroup) is not this process's group (\(getegid())); refusing to write there: run 'chmod g-w \(volume)', or run this program with group \(fsGroup) as its group (in Kubernetes: runAsGroup equal to fsGroup).\n"), "\(forced)")
     }
 
     /// (b) The same pass when the files, not the directory, are what changed: a state file

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackFiles
 #if canImport(FoundationEssentials)
 import FoundationEssentials
 #else
@@ -20,6 +21,29 @@ enum DataSnapshots {
             "Could not \(what) at \(path): \(error); check the disk and permissions, then start again.",
             path: path, underlying: error
         )
+    }
+
+    /// Refuses, before anything is written, a directory among `paths` that is a link or that
+    /// another user could change, and one whose holding directory is (the file layer's
+    /// check, `CheckedDirectory`; missing holders are made with `mkdirat` inside checked
+    /// directories). Below directories that pass, no other user can plant a link, so the
+    /// copies and renames that follow write only where they name.
+    @discardableResult
+    static func checkTrusted(_ paths: [String]) throws -> [(holder: CheckedDirectory, name: String)] {
+        var checked: [(holder: CheckedDirectory, name: String)] = []
+        for path in paths {
+            let absolute = FileIO.absolute(normalized(path))
+            let name = FileIO.fileName(of: absolute)
+            do {
+                let holder = try CheckedDirectory.open(FileIO.parentDirectory(of: absolute), what: "data directory", creating: 0o755,
+                                                       policy: .stickyHolder)
+                if holder.status(of: name) != nil { _ = try holder.subdirectory(name) }
+                checked.append((holder, name))
+            } catch {
+                throw AppVersionsError(.downgradeFailed, error.message, path: error.path, underlying: error)
+            }
+        }
+        return checked
     }
 
     static func exists(_ path: String) -> Bool {
@@ -93,27 +117,35 @@ enum DataSnapshots {
 
     /// Removes `path` and everything under it, if it exists.
     static func removeTree(_ path: String) throws {
-        if exists(path) { try FileManager.default.removeItem(atPath: path) }
+        guard exists(path) else { return }
+        try checkTrusted([path])
+        try FileManager.default.removeItem(atPath: path)
     }
 
     /// Renames `from` to `to` atomically (same file system), creating `to`'s parent.
     static func move(_ from: String, to: String) throws {
-        try FileIO.makeDirectories(FileIO.parentDirectory(of: to))
-        if rename(from, to) != 0 {
-            let code = errno
+        // Both holders checked (and `to`'s made) by the file layer; the rename is relative
+        // to their descriptors (`renameat`), which moves a link itself, never its target.
+        let checked = try checkTrusted([from, to])
+        let (source, target) = (checked[0], checked[1])
+        do {
+            try source.holder.rename(source.name, to: target.name, in: target.holder)
+        } catch {
+            let code = error.errno ?? EIO
             throw AppVersionsError(
                 .downgradeFailed,
                 "Could not move \(from) to \(to): \(AppVersionsError.describe(errno: code)); keep the snapshot area on the same file system as the data directory.",
                 path: from, errno: code
             )
         }
-        try FileIO.fsyncDirectory(FileIO.parentDirectory(of: to))
+        do { try target.holder.sync() } catch { throw FileIO.Failure(error, operation: "fsync") }
     }
 
     /// Takes a snapshot of `data` at `path`: copies (or, as `method` says, hard-links)
     /// into `path.partial`, then renames, so a snapshot that exists is whole.
     static func snapshot(_ data: String, at path: String, excluding excluded: String?, method: SnapshotMethod) throws {
         let partial = path + ".partial"
+        try checkTrusted([data, path, partial])
         do {
             try removeTree(partial)
             if exists(data) {
@@ -141,6 +173,7 @@ enum DataSnapshots {
     /// - an archive and no staged copy: done.
     static func restore(_ data: String, from snapshot: String, archive: String) throws {
         let staging = data + ".appversions-restoring"
+        try checkTrusted([data, snapshot, archive, staging])
         if !exists(archive) {
             do {
                 try removeTree(staging)
@@ -163,6 +196,7 @@ enum DataSnapshots {
 
     /// Moves `data` to `archive` and leaves an empty directory in its place. Repeatable.
     static func archive(_ data: String, to archive: String) throws {
+        try checkTrusted([data, archive])
         if exists(data) && !exists(archive) {
             try move(data, to: archive)
         }

@@ -1,17 +1,59 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackFiles
 
 /// The few POSIX file operations the stores need, with `EINTR` retried in one place and
-/// descriptors closed on every path.
+/// descriptors closed on every path. Every write goes through SwitchbackFiles'
+/// `CheckedDirectory`: the directory is opened and checked (owned by this user or root,
+/// writable by no one else, no link on the way), and files are created, replaced, locked and
+/// removed relative to its descriptor, never through a link.
 enum FileIO {
-    /// A failed system call: which one, on what, and the `errno` it left.
+    /// A failed system call: which one, on what, and the `errno` it left; or a directory the
+    /// file layer refused (`refusal`, one sentence that says why and what to do).
     struct Failure: Error {
         let operation: String
         let path: String
         let errno: Int32
+        var refusal: String? = nil
 
-        var reason: String { "\(operation) failed: \(AppVersionsError.describe(errno: errno))" }
+        var reason: String { refusal ?? "\(operation) failed: \(AppVersionsError.describe(errno: errno))" }
+
+        init(operation: String, path: String, errno: Int32, refusal: String? = nil) {
+            self.operation = operation
+            self.path = path
+            self.errno = errno
+            self.refusal = refusal
+        }
+
+        init(_ error: FileError, operation: String) {
+            self.init(operation: operation, path: error.path, errno: error.errno ?? 0,
+                      refusal: error.code == .untrusted ? error.message : nil)
+        }
+    }
+
+    /// Opens and checks `path` (creating it, and its missing parents, mode 0755, when asked).
+    static func directory(_ path: String, creating: Bool = false) throws(Failure) -> CheckedDirectory {
+        do {
+            return try CheckedDirectory.open(absolute(path), what: "ledger directory", creating: creating ? 0o755 : nil)
+        } catch {
+            throw Failure(error, operation: creating ? "mkdir" : "open")
+        }
+    }
+
+    /// `path`, made absolute against the working directory.
+    static func absolute(_ path: String) -> String {
+        if path.hasPrefix("/") { return path }
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        guard getcwd(&buffer, buffer.count) != nil else { return path }
+        let cwd = buffer.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        return path == "." ? cwd : cwd + "/" + path
+    }
+
+    /// The last component of `path`.
+    static func fileName(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
     }
 
     /// Calls `body` until it stops failing with `EINTR`; copies `errno` right after the call.
@@ -58,64 +100,35 @@ enum FileIO {
 
     /// Replaces `path` with `bytes` so that readers see the old or the new content, never half.
     ///
-    /// Writes a temporary file in the same directory, `fsync`s it, `rename`s it over
-    /// `path`, then `fsync`s the directory so the rename itself is durable.
+    /// In the checked `directory`: writes a temporary file `NAME.tmp` created new (`O_EXCL |
+    /// O_NOFOLLOW`; a leftover, a link included, is removed first, never written through),
+    /// `fsync`s it, `renameat`s it over `path` (a link there is replaced, never followed),
+    /// then `fsync`s the directory so the rename itself is durable.
     static func replaceAtomically(_ path: String, with bytes: [UInt8], directory: String) throws(Failure) {
-        let temporary = path + ".tmp"
-        let descriptor = try retryingInterrupts("open", temporary) {
-            Glibc.open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        }
-        do throws(Failure) {
-            var offset = 0
-            while offset < bytes.count {
-                let written = try retryingInterrupts("write", temporary) {
-                    bytes.withUnsafeBytes { buffer in
-                        Glibc.write(descriptor, buffer.baseAddress! + offset, buffer.count - offset)
-                    }
-                }
-                offset += written
-            }
-            _ = try retryingInterrupts("fsync", temporary) { fsync(descriptor) }
+        try replaceAtomically(path, with: bytes, in: try self.directory(directory))
+    }
+
+    /// `replaceAtomically` in a directory already opened and checked.
+    static func replaceAtomically(_ path: String, with bytes: [UInt8], in opened: CheckedDirectory) throws(Failure) {
+        let name = fileName(of: path)
+        do {
+            try opened.replace(name, with: bytes, mode: 0o644, temporaryName: name + ".tmp")
         } catch {
-            close(descriptor)
-            _ = unlink(temporary)
-            throw error
+            throw Failure(error, operation: "write")
         }
-        if Glibc.close(descriptor) != 0 {
-            let code = errno
-            _ = unlink(temporary)
-            throw Failure(operation: "close", path: temporary, errno: code)
-        }
-        if rename(temporary, path) != 0 {
-            let code = errno
-            _ = unlink(temporary)
-            throw Failure(operation: "rename", path: path, errno: code)
-        }
-        try fsyncDirectory(directory)
     }
 
     /// Makes a completed `rename` in `directory` durable.
     static func fsyncDirectory(_ directory: String) throws(Failure) {
-        let descriptor = try retryingInterrupts("open", directory) {
-            Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        }
-        defer { close(descriptor) }
-        _ = try retryingInterrupts("fsync", directory) { fsync(descriptor) }
+        let opened = try self.directory(directory)
+        do { try opened.sync() } catch { throw Failure(error, operation: "fsync") }
     }
 
-    /// Creates `path` and its missing parents, like `mkdir -p`.
-    static func makeDirectories(_ path: String) throws(Failure) {
-        var info = stat()
-        if stat(path, &info) == 0 {
-            if (info.st_mode & S_IFMT) == S_IFDIR { return }
-            throw Failure(operation: "mkdir", path: path, errno: ENOTDIR)
-        }
-        let parent = parentDirectory(of: path)
-        if parent != path && !parent.isEmpty { try makeDirectories(parent) }
-        if mkdir(path, 0o755) != 0 {
-            let code = errno
-            if code != EEXIST { throw Failure(operation: "mkdir", path: path, errno: code) }
-        }
+    /// Creates `path` and its missing parents, like `mkdir -p`, each with `mkdirat` in a
+    /// directory that passed the checks, and checked after.
+    @discardableResult
+    static func makeDirectories(_ path: String) throws(Failure) -> CheckedDirectory {
+        try directory(path, creating: true)
     }
 
     /// The directory part of a path (`"."` for a bare name).
@@ -156,12 +169,18 @@ enum FileIO {
         )
     }
 
-    /// Opens (creating) `path` and takes an exclusive `flock(2)` on it, waiting as long as needed.
+    /// Opens (creating) `path` in its checked directory, never through a link, and takes an
+    /// exclusive `flock(2)` on it, waiting as long as needed.
     ///
     /// The lock is released by ``unlock(_:)`` or, if the process dies, by the kernel.
-    static func lockExclusively(_ path: String) throws(Failure) -> Int32 {
-        let descriptor = try retryingInterrupts("open", path) {
-            Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+    static func lockExclusively(_ path: String, in checked: CheckedDirectory? = nil) throws(Failure) -> Int32 {
+        let opened: CheckedDirectory
+        if let checked { opened = checked } else { opened = try directory(parentDirectory(of: path)) }
+        let descriptor: Int32
+        do {
+            descriptor = try opened.openFile(fileName(of: path), flags: O_RDWR | O_CREAT, mode: 0o644, what: "lock file")!
+        } catch {
+            throw Failure(error, operation: "open")
         }
         do throws(Failure) {
             _ = try retryingInterrupts("flock", path) { flock(descriptor, LOCK_EX) }
@@ -178,11 +197,13 @@ enum FileIO {
         close(descriptor)
     }
 
-    /// Removes a file; a missing file is fine.
+    /// Removes a file with `unlinkat` in its checked directory; a missing file is fine.
     static func remove(_ path: String) throws(Failure) {
-        if unlink(path) != 0 {
-            let code = errno
-            if code != ENOENT { throw Failure(operation: "unlink", path: path, errno: code) }
+        let opened: CheckedDirectory
+        do throws(Failure) { opened = try directory(parentDirectory(of: path)) } catch {
+            if error.errno == ENOENT { return }
+            throw error
         }
+        do { try opened.remove(fileName(of: path)) } catch { throw Failure(error, operation: "unlink") }
     }
 }

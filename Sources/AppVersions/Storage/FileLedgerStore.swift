@@ -82,15 +82,15 @@ public final class FileLedgerStore: LedgerStore {
             }
             file.append(entries)
             do throws(FileIO.Failure) {
-                try FileIO.makeDirectories(directory)
-                try FileIO.replaceAtomically(path, with: file.bytes, directory: directory)
+                let opened = try FileIO.makeDirectories(directory)
+                try FileIO.replaceAtomically(path, with: file.bytes, in: opened)
                 guard let fingerprint = try FileIO.fingerprint(of: path) else { return }
                 all.append(contentsOf: entries)
                 cache[scope] = Cached(fingerprint: fingerprint, file: file, entries: all)
             } catch let failure {
                 throw AppVersionsError(
                     .writeFailed,
-                    "Could not write the ledger for scope \"\(scope.name)\" at \(failure.path): \(failure.reason); check that the directory is writable and the disk is not full.",
+                    failure.refusal ?? "Could not write the ledger for scope \"\(scope.name)\" at \(failure.path): \(failure.reason); check that the directory is writable and the disk is not full.",
                     path: failure.path, subject: scope.name, errno: failure.errno
                 )
             }
@@ -105,12 +105,11 @@ public final class FileLedgerStore: LedgerStore {
         let lockPath = directory + "/scope-" + Self.fileName(for: scope) + ".lock"
         let descriptor: Int32
         do throws(FileIO.Failure) {
-            try FileIO.makeDirectories(directory)
-            descriptor = try FileIO.lockExclusively(lockPath)
+            descriptor = try FileIO.lockExclusively(lockPath, in: try FileIO.makeDirectories(directory))
         } catch {
             throw AppVersionsError(
                 .writeFailed,
-                "Could not lock the ledger for scope \"\(scope.name)\" at \(error.path): \(error.reason); check that the directory is writable.",
+                error.refusal ?? "Could not lock the ledger for scope \"\(scope.name)\" at \(error.path): \(error.reason); check that the directory is writable.",
                 path: error.path, subject: scope.name, errno: error.errno
             )
         }
@@ -130,7 +129,7 @@ public final class FileLedgerStore: LedgerStore {
             } catch {
                 throw AppVersionsError(
                     .writeFailed,
-                    "Could not remove the ledger at \(path): \(error.reason); check the directory's permissions.",
+                    error.refusal ?? "Could not remove the ledger at \(path): \(error.reason); check the directory's permissions.",
                     path: path, subject: scope.name, errno: error.errno
                 )
             }

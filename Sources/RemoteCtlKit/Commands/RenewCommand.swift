@@ -77,9 +77,7 @@ struct RenewCommand {
             console.out(String(decoding: data, as: UTF8.self))
             return
         }
-        do { try data.write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
-            throw .failure("Could not write \(output): \(error.fileErrorDescription).")
-        }
+        try OutputFile.write(Array(data), to: output)
         console.out("Renewed directive serial \(old.serial) as serial \(newSerial) (\(renewed.decision.summary) on \(renewed.appliesTo.joined(separator: ", "))), expires \(Directive.formatTime(renewed.expiresAt)); wrote \(output).")
     }
 

@@ -84,9 +84,7 @@ struct SignCommand {
             console.out(String(decoding: data, as: UTF8.self))
             return
         }
-        do { try data.write(to: URL(fileURLWithPath: output), options: .atomic) } catch {
-            throw .failure("Could not write \(output): \(error.fileErrorDescription).")
-        }
+        try OutputFile.write(Array(data), to: output)
         console.out("\(summary); wrote \(output).")
     }
 

@@ -21,7 +21,7 @@ struct DataStartup {
     /// and what the migrations did.
     func run() throws -> (ChangeState, MigrationReport) {
         let running = RunningVersion(version: try Version(tolerant: launch.version), build: launch.build)
-        SDKFiles.makeDirectory(launch.dataDirectory)
+        try SDKFiles.makeDirectory(launch.dataDirectory)
         let store = FileLedgerStore(directory: ledgerDirectory)
         let started = try VersionTracker(store: store).record(running, slot: launch.slot?.rawValue)
         let published = DataStatePublisher(launch: launch)

@@ -28,7 +28,7 @@ struct DataStatePublisher {
     var exists: Bool { SDKFiles.fileExists(path) }
 
     /// Removes the file while the data may change under it (a start that runs steps).
-    func withdraw() { unlink(path) }
+    func withdraw() { SDKFiles.removeFile(path) }
 
     /// Works out the plan and writes the file atomically.
     func publish(_ migrator: Migrator) {

@@ -46,7 +46,10 @@ struct Downgrade {
             return SWITCHBACK_DOWNGRADE_FAILED
         }
         let startup = DataStartup(launch: launch, app: app)
-        SDKFiles.makeDirectory(launch.dataDirectory)
+        do { try SDKFiles.makeDirectory(launch.dataDirectory) } catch {
+            report("message=\(error.message)")
+            return SWITCHBACK_DOWNGRADE_FAILED
+        }
         let migrator: Migrator
         do { migrator = try startup.migrator() } catch {
             report("message=the app's migrations could not be registered: \(error)")

@@ -1,3 +1,5 @@
+import SwitchbackFiles
+
 /// Remembers slot files that were hashed and matched the manifest: one line per file with
 /// its path, fingerprint and SHA-256, and — once the file was opened with RTLD_NOW, every
 /// symbol bound — a stamp of the libraries it was bound against. Losing it costs one hash
@@ -48,8 +50,7 @@ public struct VerifiedCache: Sendable {
     public func record(file: String, fingerprint: FileFingerprint, sha256: String, bound: String? = nil) {
         var kept = entries().filter { $0.file != file }
         kept.append(Entry(file: file, fingerprint: fingerprint, sha256: sha256, bound: bound))
-        try? FileSystem.createDirectory(FileSystem.parentDirectory(of: path))
-        try? FileSystem.replace(path, with: Self.serialize(Array(kept.suffix(Self.capacity))), durable: false)
+        write(Self.serialize(Array(kept.suffix(Self.capacity))))
     }
 
     /// Records several files at once (the bundled libraries a slot needs), one rewrite of
@@ -58,8 +59,15 @@ public struct VerifiedCache: Sendable {
         guard !new.isEmpty else { return }
         var kept = entries().filter { old in !new.contains { $0.file == old.file } }
         kept += new
-        try? FileSystem.createDirectory(FileSystem.parentDirectory(of: path))
-        try? FileSystem.replace(path, with: Self.serialize(Array(kept.suffix(Self.capacity))), durable: false)
+        write(Self.serialize(Array(kept.suffix(Self.capacity))))
+    }
+
+    /// Rewrites the file through its checked directory (made if missing): best effort, and
+    /// nothing is written where another user could change the directory.
+    private func write(_ bytes: [UInt8]) {
+        let (parent, name) = FileSystem.split(path)
+        guard let directory = try? FileSystem.directory(parent, what: "state directory", creating: true) else { return }
+        try? directory.replace(name, with: bytes, durable: false)
     }
 
     /// How many files are remembered: both slots and the libraries a bundle carries, with room

@@ -97,7 +97,9 @@ public enum Observer {
 
     /// Rewrites the install's metrics file when the manifest names a textfile directory:
     /// a temporary file in that directory, then `rename(2)`, so the collector reads the old
-    /// file or the new one, never half. A file that cannot be written is said on stderr in
+    /// file or the new one, never half. The file is mode 0644 whatever the umask (the
+    /// collector runs as another user). A metrics directory another user could write (or one
+    /// below such a directory, or a link) is refused like a state directory: nothing is written. A file that cannot be written is said on stderr in
     /// one sentence (`Warning: ...`) and never fails the event; returns that sentence.
     @discardableResult
     public static func refreshMetrics(in directory: StateDirectory, manifest: Manifest, now: Int64 = currentUnixTime()) -> String? {
@@ -105,10 +107,13 @@ public enum Observer {
         let snapshot = snapshot(of: directory, manifest: manifest, now: now)
         let path = textfileDirectory + "/" + fileName(appID: manifest.appID, install: snapshot.install)
         do {
-            try FileSystem.replace(path, with: Array(snapshot.render().utf8), mode: 0o644, durable: false)
+            try FileSystem.replace(path, with: Array(snapshot.render().utf8), mode: 0o644, exactMode: true, durable: false,
+                                   what: "metrics directory")
             return nil
         } catch {
-            let warning = "Warning: the metrics file \(path) could not be written (\(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)); create \(textfileDirectory) or rebuild the bundle with scripts/bundle --metrics-dir DIR. The switch itself is done."
+            let warning = error.code == .insecurePermissions
+                ? "Warning: the metrics file \(path) was not written: \(error.clause). The switch itself is done."
+                : "Warning: the metrics file \(path) could not be written (\(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)); create \(textfileDirectory) or rebuild the bundle with scripts/bundle --metrics-dir DIR. The switch itself is done."
             if !hasWarned {  // once per process: a sync that applies a directive writes twice
                 hasWarned = true
                 var line = warning + "\n"

@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackFiles
 import SwitchbackSystem
 
 /// When each install checks its remote directive, so that a fleet never polls in lockstep
@@ -125,9 +126,10 @@ public enum RemoteSchedule {
     /// Sets the marker's mtime to `at` (milliseconds since the epoch), creating it.
     @discardableResult
     public static func setMarker(in directory: StateDirectory, to at: Int64) -> Bool {
-        _ = try? FileSystem.createDirectory(directory.path)
-        let fd = open(RemoteCheckTrigger.markerPath(in: directory), O_WRONLY | O_CREAT | O_CLOEXEC, 0o600)
-        if fd < 0 { return false }
+        // Through the checked state directory, never through a link (the file layer).
+        let (parent, name) = FileSystem.split(RemoteCheckTrigger.markerPath(in: directory))
+        guard let opened = try? FileSystem.directory(parent, what: "state directory", creating: true),
+              let fd = (try? opened.openFile(name, flags: O_WRONLY | O_CREAT, what: "remote check marker")) ?? nil else { return false }
         defer { close(fd) }
         let time = timespec(tv_sec: Int(at / 1000), tv_nsec: Int(at % 1000) * 1_000_000)
         var times = [time, time]

@@ -71,9 +71,13 @@ public struct StateDirectory: Sendable, Equatable {
         try StrictModes.checkDirectory(path, what: "state directory")
     }
 
-    /// Creates the directory (mode 0700) if needed and checks its permissions.
+    /// Creates the directory (mode 0700) if needed and checks its permissions. The
+    /// directories that exist are checked first, so one another user could change gets no
+    /// `mkdir` below it; the missing ones are made with `mkdirat` relative to checked
+    /// directories, never through a link, and checked after (`FileSystem.createDirectory`).
     public func prepare() throws(SwitchbackError) {
-        try FileSystem.createDirectory(path)
+        try checkPermissions()
+        try FileSystem.createDirectory(path, what: "state directory")
         try checkPermissions()
     }
 }

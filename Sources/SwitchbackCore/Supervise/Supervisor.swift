@@ -519,7 +519,7 @@ public final class Supervisor {
     }
 
     func finish(_ status: Int32) -> Never {
-        if trusted { unlink(SupervisorRecord.path(in: directory)) }
+        if trusted { try? FileSystem.remove(SupervisorRecord.path(in: directory)) }
         notify.remove()
         exit(status)
     }

@@ -1,12 +1,14 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackFiles
 
 /// An exclusive advisory lock on a file, shared by every launcher and rollbackctl that
 /// writes the same state directory. Wraps `flock(2)`; released when the value is closed
 /// or the process dies.
 ///
-/// The lock file must be ours: it is opened with `O_NOFOLLOW` and refused
+/// The lock file must be ours: it is opened relative to its checked directory with
+/// `O_NOFOLLOW` (the file layer, `CheckedDirectory`) and refused
 /// (`.insecurePermissions`) when it is a link, not a regular file, owned by another user
 /// than this one or root, or writable by others than its owner (see `StrictModes`). Waiting is bounded: a lock still
 /// held after `defaultTimeout` seconds throws `.lockFailed` with a sentence that names the
@@ -47,12 +49,11 @@ public final class FileLock {
 
     /// A locked descriptor; nil when `timeout` is nil and the lock is held elsewhere.
     private static func lockedDescriptor(path: String, timeout: Double?) throws(SwitchbackError) -> Int32? {
-        guard let fd = try StrictModes.openNoFollow(path, what: "lock file", flags: O_RDWR | O_CREAT, mode: 0o600) else {
+        // Relative to the checked directory, never through a link (`CheckedDirectory.openFile`).
+        let (parent, name) = FileSystem.split(path)
+        let directory = try FileSystem.directory(parent)
+        guard let fd = try FileSystem.layer({ () throws(FileError) in try directory.openFile(name, flags: O_RDWR | O_CREAT, mode: 0o600, what: "lock file") }) else {
             throw .system("Opening lock file", path: path, errno: ENOENT)
-        }
-        do { _ = try StrictModes.checkOpenFile(fd, path: path, what: "lock file") } catch {
-            close(fd)
-            throw error
         }
         // Poll with LOCK_NB rather than block in LOCK_EX: a blocking flock cannot be bounded
         // without signals. 1 ms at first, doubling to 50 ms, so an uncontended wait is short.

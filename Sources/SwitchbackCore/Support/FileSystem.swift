@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackFiles
 
 /// Small wrappers of POSIX file calls: whole-file reads, crash-safe replacement and
 /// durable appends. Every descriptor is closed on every path.
@@ -45,71 +46,46 @@ public enum FileSystem {
     }
 
     /// Replaces `path` with `bytes` so that readers see the old or the new content, never
-    /// half: a temporary file in the same directory, fsync, rename, fsync the directory.
-    /// With `durable: false` the two fsyncs are skipped (for caches whose loss is harmless).
-    /// The temporary file is created new (`O_EXCL | O_NOFOLLOW`): a leftover of a crashed
-    /// writer with the same pid is removed first, and nothing already there is written through.
-    /// A link or a foreign file at `path` is replaced, never followed.
-    public static func replace(_ path: String, with bytes: [UInt8], mode: mode_t = 0o600, durable: Bool = true) throws(SwitchbackError) {
-        let directory = parentDirectory(of: path)
-        let temporary = "\(path).tmp-\(getpid())"
-        func create() -> (Int32, Int32) {
-            retryingInterrupts { open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode) }
-        }
-        var (fd, openError) = create()
-        if fd < 0 && openError == EEXIST {
-            unlink(temporary)
-            (fd, openError) = create()
-        }
-        if fd < 0 { throw .system("Creating", path: temporary, errno: openError) }
-        do throws(SwitchbackError) {
-            try writeAll(fd, bytes, path: temporary)
-            if durable, fsync(fd) != 0 { throw SwitchbackError.system("Syncing", path: temporary, errno: errno) }
-        } catch {
-            close(fd)
-            unlink(temporary)
-            throw error
-        }
-        close(fd)
-        if rename(temporary, path) != 0 {
-            let renameError = errno
-            unlink(temporary)
-            throw .system("Renaming \(temporary) to", path: path, errno: renameError)
-        }
-        if durable { try syncDirectory(directory) }
+    /// half: the directory is opened and checked (`directory(_:)`), then, relative to its
+    /// descriptor, a temporary file `NAME.tmp-PID` is created new (`O_EXCL | O_NOFOLLOW`; a
+    /// leftover there, a link included, is removed first, never written through), fsynced,
+    /// renamed over `path` with `renameat` (a link there is replaced, never followed), and
+    /// the directory fsynced. With `durable: false` the two fsyncs are skipped (for caches
+    /// whose loss is harmless); with `exactMode` the file gets `mode` whatever the umask.
+    /// A directory another user could change gets no write (`.insecurePermissions`).
+    public static func replace(_ path: String, with bytes: [UInt8], mode: mode_t = 0o600, exactMode: Bool = false,
+                               durable: Bool = true, what: String = "directory") throws(SwitchbackError) {
+        let (parent, name) = split(path)
+        let directory = try directory(parent, what: what)
+        try layer { () throws(FileError) in try directory.replace(name, with: bytes, mode: mode, exactMode: exactMode, durable: durable) }
     }
 
     /// Appends `bytes` with one `write(2)` on an O_APPEND descriptor, then fsyncs, so a
-    /// crash leaves either the whole record or (rarely) a torn last line readers skip.
-    /// Refuses (`.insecurePermissions`) a link at `path` or a file another user could write.
+    /// crash leaves either the whole record or (rarely) a torn last line readers skip. The
+    /// file is opened relative to its checked directory, never through a link
+    /// (`.insecurePermissions` for a link at `path` or a file another user could write).
     public static func appendDurably(_ path: String, _ bytes: [UInt8], mode: mode_t = 0o600) throws(SwitchbackError) {
-        guard let fd = try StrictModes.openNoFollow(path, what: "file", flags: O_WRONLY | O_CREAT | O_APPEND, mode: mode) else {
+        let (parent, name) = split(path)
+        let directory = try directory(parent)
+        guard let fd = try layer({ () throws(FileError) in try directory.openFile(name, flags: O_WRONLY | O_CREAT | O_APPEND, mode: mode) }) else {
             throw .system("Opening", path: path, errno: ENOENT)
         }
         defer { close(fd) }
-        _ = try StrictModes.checkOpenFile(fd, path: path, what: "file")
         try writeAll(fd, bytes, path: path)
         if fsync(fd) != 0 { throw .system("Syncing", path: path, errno: errno) }
     }
 
-    /// fsyncs a directory, so a rename or a new file in it survives a power cut.
+    /// fsyncs a checked directory, so a rename or a new file in it survives a power cut.
     public static func syncDirectory(_ directory: String) throws(SwitchbackError) {
-        let (fd, openError) = retryingInterrupts { open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
-        if fd < 0 { throw .system("Opening directory", path: directory, errno: openError) }
-        defer { close(fd) }
-        if fsync(fd) != 0 { throw .system("Syncing directory", path: directory, errno: errno) }
+        let opened = try self.directory(directory)
+        try layer { () throws(FileError) in try opened.sync() }
     }
 
-    /// Creates a directory and its parents with `mode` (existing ones are left alone).
-    public static func createDirectory(_ path: String, mode: mode_t = 0o700) throws(SwitchbackError) {
-        var prefix = ""
-        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-            prefix += "/" + component
-            if mkdir(prefix, mode) != 0 {
-                let error = errno
-                if error != EEXIST { throw .system("Creating directory", path: prefix, errno: error) }
-            }
-        }
+    /// Creates a directory and its parents with `mode` 0700 (existing ones are left alone),
+    /// each made with `mkdirat` in a directory that passed the strict checks and checked
+    /// after: nothing is made below a directory another user could change, nor through a link.
+    public static func createDirectory(_ path: String, what: String = "directory") throws(SwitchbackError) {
+        _ = try directory(path, what: what, creating: true)
     }
 
     /// `stat(2)`; nil when the path does not exist.

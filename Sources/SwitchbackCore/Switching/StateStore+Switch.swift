@@ -43,7 +43,7 @@ extension StateStore {
                 throw SwitchbackError(.stateFromNewerFormat, "\(problem.message) Use that version's rollbackctl; this one will not overwrite it.", path: directory.statePath)
             }
             let aside = directory.statePath + ".damaged-\(now)"
-            if rename(directory.statePath, aside) == 0 { movedTo = aside }
+            if (try? FileSystem.rename(directory.statePath, toName: "state.damaged-\(now)")) != nil { movedTo = aside }
         } else if !before.isFirstStart {
             try recordInterruptedSwitch(before.state, in: history)
         }

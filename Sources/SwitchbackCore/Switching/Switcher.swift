@@ -76,7 +76,7 @@ public struct Switcher: Sendable {
         let journal: SwitchJournal
         switch loaded {
         case .failure(let error):
-            unlink(path)
+            try? FileSystem.remove(path)
             recordRecovery("removed a damaged switch journal (\(error.message)); the flag stays as it is", source: .auto)
             return "\(error.message) It was removed; the flag stays as it is."
         case .success(let value):
@@ -84,7 +84,7 @@ public struct Switcher: Sendable {
         }
         let what = "the interrupted switch to the previous slot (\(journal.source.rawValue)\(journal.reason.map { ": \($0)" } ?? ""))"
         if journal.fromBuild != manifest.current.sha256 {
-            unlink(path)
+            try? FileSystem.remove(path)
             recordRecovery("dropped \(what): the bundle changed since", source: journal.source)
             return "Dropped \(what): another bundle is installed since."
         }
@@ -126,7 +126,7 @@ public struct Switcher: Sendable {
             warning = "\(downgrade.refusal(outcome, command: command)) Switching anyway (--force); the data is left as it is."
         default:
             let refusal = downgrade.refusal(outcome, command: command)
-            unlink(path)
+            try? FileSystem.remove(path)
             if recovering { recordRecovery("undid the interrupted switch to the previous slot: \(refusal)", source: journal.source) }
             return Result(downgrade: outcome, refusal: refusal)
         }
@@ -140,7 +140,7 @@ public struct Switcher: Sendable {
                     let note = "finished the interrupted switch to the previous slot; the data had been converted, the flag had not been written"
                     try HistoryLog(path: directory.historyPath).append(HistoryEvent(time: currentUnixTime(), kind: .recovery, from: .current, to: .previous, source: journal.source, reason: note))
                 }
-                unlink(path)
+                try? FileSystem.remove(path)
                 return outcome
             }
         } catch {

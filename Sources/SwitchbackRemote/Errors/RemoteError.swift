@@ -21,6 +21,9 @@ public struct RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
         case directoryUnwritable
         /// A file could not be written.
         case fileUnwritable
+        /// A directory to write in may be changed by another user, or a link is on the way
+        /// (SwitchbackFiles' checks; `detail` is the sentence).
+        case untrustedDirectory
         /// A file could not be read.
         case fileUnreadable
         /// A private key file is not an Ed25519 PKCS#8 PEM key.
@@ -62,6 +65,8 @@ public struct RemoteError: Error, Sendable, Equatable, CustomStringConvertible {
             return "Could not create the directory \(file)\(reason); check its parent's permissions."
         case .fileUnwritable:
             return "Could not write \(file)\(reason); check the directory's permissions and free space."
+        case .untrustedDirectory:
+            return detail ?? "Refusing to write in \(file): another user could change it; make it yours and not writable by others."
         case .fileUnreadable:
             return "Could not read \(file)\(reason); check that it exists and is readable."
         case .invalidPrivateKey:

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import SwitchbackCrypto
+import SwitchbackFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -34,13 +35,18 @@ public struct DirectiveKeyFiles: Sendable, Equatable {
     public static func generate(in directory: URL) throws -> DirectiveKeyFiles {
         let privateURL = directory.appendingPathComponent(privateKeyFileName)
         let publicURL = directory.appendingPathComponent(publicKeyFileName)
-        for url in [privateURL, publicURL] where FileManager.default.fileExists(atPath: url.path) {
-            throw RemoteError(.keyFileExists, path: url.path)
-        }
+        // The directory is made (mode 0700) and checked through the file layer: owned by this
+        // user or root, writable by no one else, no link on the way; the keys are created in it
+        // relative to its descriptor, never through a link.
+        let checked: CheckedDirectory
         do {
-            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            checked = try CheckedDirectory.open(directory.path, what: "key directory", creating: 0o700)
         } catch {
-            throw RemoteError(.directoryUnwritable, errno: error.underlyingErrno, path: directory.path)
+            if error.code == .untrusted { throw RemoteError(.untrustedDirectory, path: error.path, detail: error.message) }
+            throw RemoteError(.directoryUnwritable, errno: error.errno, path: error.path)
+        }
+        for url in [privateURL, publicURL] where checked.status(of: url.lastPathComponent) != nil {
+            throw RemoteError(.keyFileExists, path: url.path)
         }
         let key: Ed25519PrivateKey
         let privatePEM: String
@@ -52,43 +58,23 @@ public struct DirectiveKeyFiles: Sendable, Equatable {
         } catch let error as CryptoError {
             throw RemoteError(.cryptoFailed, detail: error.description)
         }
-        try writeNewFile(privateURL.path, contents: privatePEM, mode: 0o600)
+        try writeNewFile(privateURL, in: checked, contents: privatePEM, mode: 0o600)
         do {
-            try writeNewFile(publicURL.path, contents: publicPEM, mode: 0o644)
+            try writeNewFile(publicURL, in: checked, contents: publicPEM, mode: 0o644)
         } catch {
-            _ = unlink(privateURL.path)
+            try? checked.remove(privateURL.lastPathComponent)
             throw error
         }
         return DirectiveKeyFiles(privateKeyURL: privateURL, publicKeyURL: publicURL, keyID: key.publicKey.keyID)
     }
 
-    /// Creates `path` exclusively with `mode`, writes `contents`, `fsync`s and closes it.
-    /// On failure the partial file is removed.
-    private static func writeNewFile(_ path: String, contents: String, mode: mode_t) throws {
-        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        if fd < 0 {
-            let code = errno
-            throw RemoteError(code == EEXIST ? .keyFileExists : .fileUnwritable, errno: code == EEXIST ? nil : code, path: path)
-        }
-        var failure: Int32?
-        // The umask may only remove bits; set the mode explicitly so it is exactly `mode`.
-        if fchmod(fd, mode) != 0 { failure = errno }
-        let bytes = Array(contents.utf8)
-        var written = 0
-        while failure == nil && written < bytes.count {
-            let count = bytes.withUnsafeBytes { write(fd, $0.baseAddress! + written, bytes.count - written) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                failure = errno
-            } else {
-                written += count
-            }
-        }
-        if failure == nil && fsync(fd) != 0 { failure = errno }
-        if close(fd) != 0 && failure == nil { failure = errno }
-        if let failure {
-            _ = unlink(path)
-            throw RemoteError(.fileUnwritable, errno: failure, path: path)
+    /// Creates `url` in `directory` exclusively with exactly `mode`, writes `contents`,
+    /// `fsync`s and closes it. On failure the partial file is removed.
+    private static func writeNewFile(_ url: URL, in directory: CheckedDirectory, contents: String, mode: mode_t) throws {
+        do {
+            try directory.createNew(url.lastPathComponent, with: Array(contents.utf8), mode: mode)
+        } catch {
+            throw RemoteError(error.errno == EEXIST ? .keyFileExists : .fileUnwritable, errno: error.errno == EEXIST ? nil : error.errno, path: url.path)
         }
     }
 }
