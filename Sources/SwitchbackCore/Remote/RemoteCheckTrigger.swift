@@ -79,8 +79,11 @@ public struct RemoteCheckTrigger: Sendable {
         guard Self.touchMarker(in: directory, extraMilliseconds: delay) else { return nil }
         let program: ProgramFile
         do { program = try openProgram() } catch { return Self.refusal(error) }
-        let result = withCArguments(["sync", "--background"]) { argv in
-            switchback_spawn_detached_after(Int(delay), program.descriptor, argv, environ)
+        // Open until the fork has it: the detached process runs this descriptor's file.
+        let result = withExtendedLifetime(program) {
+            withCArguments(["sync", "--background"]) { argv in
+                switchback_spawn_detached_after(Int(delay), program.descriptor, argv, environ)
+            }
         }
         return result == 0 ? nil : "cannot start \(programPath): \(errorString(result))."
     }
@@ -107,10 +110,11 @@ public struct RemoteCheckTrigger: Sendable {
         defer { posix_spawn_file_actions_destroy(&actions) }
         var pid: pid_t = 0
         // Through procfs, the open descriptor's file: never what the name holds by now.
-        let result = withCArguments(["sync", "--background", "--deadline-ms", String(deadline)]) { argv in
-            posix_spawn(&pid, program.procPath, &actions, nil, argv, environ)
+        let result = withExtendedLifetime(program) {
+            withCArguments(["sync", "--background", "--deadline-ms", String(deadline)]) { argv in
+                posix_spawn(&pid, program.procPath, &actions, nil, argv, environ)
+            }
         }
-        withExtendedLifetime(program) {}
         guard result == 0 else { return nil }
         let giveUpAt = monotonicNow() + Double(deadline) / 1000 + 1
         var status: Int32 = 0
