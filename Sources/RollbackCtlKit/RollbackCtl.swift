@@ -113,15 +113,23 @@ public enum RollbackCtl {
     }
 
     /// Replaces this process with `rollbackctl-remote` from the same directory, with the same
-    /// arguments (global options included). Wraps `execv(3)`.
+    /// arguments (global options included), once it passed the checks a slot passes
+    /// (`ProgramFile.open`: path, owner, mode, a regular executable ELF file): it runs as
+    /// whoever runs rollbackctl, root included. Runs the very descriptor it checked
+    /// (`fexecve(3)`). Throws the refusal's sentence (exit 1) when the program is refused.
     static func executeRemote(_ arguments: [String]) throws(CommandError) -> Never {
         guard let executable = FileSystem.resolved("/proc/self/exe") else {
             throw .failure("Cannot find this executable through /proc/self/exe, so not rollbackctl-remote beside it either.")
         }
         let path = FileSystem.parentDirectory(of: executable) + "/rollbackctl-remote"
-        let argv: [UnsafeMutablePointer<CChar>?] = ([path] + arguments).map { strdup($0) } + [nil]
-        execv(path, argv)
-        let error = errno
+        let program: ProgramFile
+        do { program = try ProgramFile.open(path, what: "rollbackctl-remote program") } catch {
+            if error.code == .fileNotFound {
+                throw .failure("Cannot run \(path): \(String(cString: strerror(ENOENT))); it does the network and signing work of 'rollbackctl sync', 'keygen' and 'sign'; rebuild the bundle with scripts/bundle.")
+            }
+            throw .failure(error.message)
+        }
+        let error = program.execute([path] + arguments)
         throw .failure("Cannot run \(path): \(String(cString: strerror(error))); it does the network and signing work of 'rollbackctl sync', 'keygen' and 'sign'; rebuild the bundle with scripts/bundle.")
     }
 }

@@ -121,7 +121,8 @@ import Glibc
                                  environment: ProcessInfo.processInfo.environment.merging(["SWITCHBACK_STATE_DIR": t.state]) { $1 })
         #expect(run.status == 0 && run.stdout == "done\n", "\(run)")
         #expect(Date().timeIntervalSince(started) < 30, "the pipe was held open")
-        // The waiting process says what it is, and holds no descriptor above 2.
+        // The waiting process says what it is, and holds no descriptor above 2 but the checked
+        // program it will run (read-only, close-on-exec: ProgramCheckTests).
         let waiting = try FileManager.default.contentsOfDirectory(atPath: "/proc").compactMap(Int32.init).filter { pid in
             let comm = (try? String(contentsOfFile: "/proc/\(pid)/comm", encoding: .utf8)) ?? ""
             let environ = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/environ"))) ?? Data()
@@ -130,7 +131,10 @@ import Glibc
         #expect(waiting.count == 1, "one waiting sync: \(waiting)")
         for pid in waiting {
             let descriptors = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd")) ?? []
-            #expect(descriptors.compactMap(Int.init).allSatisfy { $0 <= 2 }, "descriptors \(descriptors)")
+            let program = URL(fileURLWithPath: t.bundle + "/bin/rollbackctl-remote").resolvingSymlinksInPath().path
+            let above = descriptors.compactMap(Int.init).filter { $0 > 2 }
+            let targets = above.map { try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/fd/\($0)") }
+            #expect(above.count <= 1 && targets.allSatisfy { $0 != nil && $0 == program }, "descriptors \(descriptors): \(targets)")
             kill(pid, SIGKILL)  // started by this test; its wait would outlive it
         }
         #expect(server.requestTimes().isEmpty, "still waiting, nothing fetched yet")

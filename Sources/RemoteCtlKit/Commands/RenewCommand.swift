@@ -59,10 +59,7 @@ struct RenewCommand {
     }
 
     func run(_ console: Console) throws(CommandError) {
-        let signer: DirectiveSigner
-        do { signer = try DirectiveSigner(keyFiles: keyFiles.map { URL(fileURLWithPath: $0) }) } catch {
-            throw .failure(String(describing: error))
-        }
+        let signer = try TrustedInputs.signer(keyFiles: keyFiles)
         let old = try Self.directive(in: file, signedByOneOf: signer)
         let newSerial = serial ?? max(old.serial + 1, UInt64(max(0, issuedAt.timeIntervalSince1970)))
         guard newSerial > old.serial else {
@@ -83,9 +80,8 @@ struct RenewCommand {
 
     /// The directive in the envelope at `path`, if one of `signer`'s keys signed it.
     static func directive(in path: String, signedByOneOf signer: DirectiveSigner) throws(CommandError) -> Directive {
-        let data: Data
-        do { data = try Data(contentsOf: URL(fileURLWithPath: path)) } catch {
-            throw .failure("Could not read \(path): \(error.fileErrorDescription); give the directive file to renew.")
+        guard let data = try TrustedInputs.directive(at: path) else {
+            throw .failure("Could not read \(path): \(CocoaError(.fileReadNoSuchFile).fileErrorDescription); give the directive file to renew.")
         }
         guard let envelope = try? JSONDecoder().decode(DirectiveEnvelope.self, from: data),
               let payload = Data(base64Encoded: envelope.payload) else {

@@ -72,8 +72,8 @@ struct SignCommand {
     func run(_ console: Console) throws(CommandError) {
         let data: Data
         let keyIDs: [String]
+        let signer = try TrustedInputs.signer(keyFiles: keyFiles)
         do {
-            let signer = try DirectiveSigner(keyFiles: keyFiles.map { URL(fileURLWithPath: $0) })
             keyIDs = signer.keyIDs
             data = try signer.sign(directive)
         } catch {

@@ -110,9 +110,16 @@ public struct DataDowngrade: Sendable {
     // MARK: - The child
 
     func spawnChild(force: Bool) -> Outcome {
-        guard access(launcherPath, X_OK) == 0 else {
-            return Outcome(status: .unavailable, message: "\(launcherPath) is missing; rebuild the bundle with scripts/bundle")
+        // Checked as a slot is, and run from the checked descriptor (through procfs), never
+        // by its name again: it runs as whoever runs rollbackctl or the supervisor, root included.
+        let program: ProgramFile
+        do { program = try ProgramFile.open(launcherPath, what: "launcher program") } catch {
+            if error.code == .fileNotFound {
+                return Outcome(status: .unavailable, message: "\(launcherPath) is missing; rebuild the bundle with scripts/bundle")
+            }
+            return Outcome(status: .unavailable, message: error.clause)
         }
+        defer { withExtendedLifetime(program) {} }
         var pipeEnds: [Int32] = [-1, -1]
         guard pipe(&pipeEnds) == 0 else {
             return Outcome(status: .unavailable, message: "cannot create a pipe: \(errorString(errno))")
@@ -132,7 +139,7 @@ public struct DataDowngrade: Sendable {
         let spawned = withChildSpawnAttributes { attributes in
             withCStrings(arguments) { argv in
                 withCStrings(environment) { envp in
-                    posix_spawn(&pid, launcherPath, &actions, attributes, argv, envp)
+                    posix_spawn(&pid, program.procPath, &actions, attributes, argv, envp)
                 }
             }
         }

@@ -242,7 +242,7 @@ public enum Launcher {
     static func checkRemoteDirective(manifest: Manifest, directory: StateDirectory, bundleRoot: String) {
         guard let trigger = RemoteCheckTrigger(manifest: manifest, directory: directory, bundleRoot: bundleRoot) else { return }
         if trigger.settings.checksBeforeStart {
-            trigger.runBeforeStart()
+            if let problem = trigger.runBeforeStart() { printError("launcher: \(problem)") }
         } else if let problem = trigger.startInBackgroundIfDue() {
             printError("launcher: \(problem)")
         }

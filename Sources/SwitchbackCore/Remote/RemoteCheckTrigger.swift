@@ -35,6 +35,17 @@ public struct RemoteCheckTrigger: Sendable {
     /// The program that fetches: beside the launcher in `bin/`.
     public var programPath: String { bundleRoot + "/bin/rollbackctl-remote" }
 
+    /// Opens and checks the program as a slot is checked (`ProgramFile.open`): it runs as
+    /// whoever runs the launcher, root included. Throws a sentence naming the file and why.
+    func openProgram() throws(SwitchbackError) -> ProgramFile {
+        try ProgramFile.open(programPath, what: "rollbackctl-remote program")
+    }
+
+    /// What the launcher says when the program is refused: the refusal, then its effect.
+    static func refusal(_ error: SwitchbackError) -> String {
+        "\(error.message) The remote directive was not checked."
+    }
+
     /// Whether a check is due (one `stat` of the marker); see `RemoteSchedule.due`.
     public func due(now: Int64 = RemoteSchedule.nowMilliseconds()) -> RemoteSchedule.Due {
         RemoteSchedule.due(marker: RemoteSchedule.markerTime(in: directory), now: now, settings: settings)
@@ -57,30 +68,39 @@ public struct RemoteCheckTrigger: Sendable {
 
     /// When due: claims the marker and starts `rollbackctl-remote sync --background` detached
     /// (it exits at once if another sync holds the sync lock), after the splay's random wait
-    /// when the check is a first one or long overdue. Never waits for the network. Returns a
-    /// sentence when the sync could not be started.
+    /// when the check is a first one or long overdue. Never waits for the network. The program
+    /// is checked (`ProgramFile`) and run from the descriptor that was checked. Returns a
+    /// sentence when the sync could not be started, or the program was refused.
     @discardableResult
     public func startInBackgroundIfDue() -> String? {
         let due = due()
         guard due != .notDue else { return nil }
         let delay = RemoteSchedule.startDelay(due, settings: settings, unit: RemoteSchedule.randomUnit())
         guard Self.touchMarker(in: directory, extraMilliseconds: delay) else { return nil }
-        guard access(programPath, X_OK) == 0 else {
-            return "cannot check the remote directive: \(programPath) is missing; rebuild the bundle with scripts/bundle."
-        }
-        let result = withCArguments(["sync", "--background"]) { argv in
-            switchback_spawn_detached_after(Int(delay), programPath, argv, environ)
+        let program: ProgramFile
+        do { program = try openProgram() } catch { return Self.refusal(error) }
+        // Open until the fork has it: the detached process runs this descriptor's file.
+        let result = withExtendedLifetime(program) {
+            withCArguments(["sync", "--background"]) { argv in
+                switchback_spawn_detached_after(Int(delay), program.descriptor, argv, environ)
+            }
         }
         return result == 0 ? nil : "cannot start \(programPath): \(errorString(result))."
     }
 
     /// When a check is due (one `stat`, as in the default mode): runs `rollbackctl-remote sync`
     /// with the before-start deadline and waits for it (killing it if it overstays by more than
-    /// a second). Claims the marker first. Not due: returns at once.
-    public func runBeforeStart() {
-        guard isDue() else { return }
+    /// a second). Claims the marker first. Not due: returns at once. The program is checked
+    /// (`ProgramFile`) and run from the descriptor that was checked; returns a sentence when
+    /// it was refused.
+    @discardableResult
+    public func runBeforeStart() -> String? {
+        guard isDue() else { return nil }
         touchMarker()
-        guard access(programPath, X_OK) == 0 else { return }
+        let program: ProgramFile
+        do { program = try openProgram() } catch {
+            return error.code == .fileNotFound ? nil : Self.refusal(error)
+        }
         let deadline = settings.beforeStartDeadlineMilliseconds
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -89,19 +109,22 @@ public struct RemoteCheckTrigger: Sendable {
         posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
         defer { posix_spawn_file_actions_destroy(&actions) }
         var pid: pid_t = 0
-        let result = withCArguments(["sync", "--background", "--deadline-ms", String(deadline)]) { argv in
-            posix_spawn(&pid, programPath, &actions, nil, argv, environ)
+        // Through procfs, the open descriptor's file: never what the name holds by now.
+        let result = withExtendedLifetime(program) {
+            withCArguments(["sync", "--background", "--deadline-ms", String(deadline)]) { argv in
+                posix_spawn(&pid, program.procPath, &actions, nil, argv, environ)
+            }
         }
-        guard result == 0 else { return }
+        guard result == 0 else { return nil }
         let giveUpAt = monotonicNow() + Double(deadline) / 1000 + 1
         var status: Int32 = 0
         while true {
             let done = waitpid(pid, &status, WNOHANG)
-            if done == pid || (done < 0 && errno != EINTR) { return }
+            if done == pid || (done < 0 && errno != EINTR) { return nil }
             if monotonicNow() >= giveUpAt {
                 kill(pid, SIGKILL)
                 _ = retryingInterrupts { waitpid(pid, &status, 0) }
-                return
+                return nil
             }
             var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
             nanosleep(&pause, nil)

@@ -26,6 +26,9 @@ public struct SwitchbackError: Error, CustomStringConvertible, Equatable, Sendab
         case slotABIMismatch
         /// A library the bundle carries (`lib/`) is not the file its manifest records.
         case libraryMismatch
+        /// A program of the bundle Switchback would run (`bin/rollbackctl-remote`) is not a
+        /// regular, executable ELF file.
+        case programNotRunnable
         case cryptoUnavailable
         case invalidArgument
         case lockFailed

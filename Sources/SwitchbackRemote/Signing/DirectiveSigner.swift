@@ -31,17 +31,27 @@ public struct DirectiveSigner: Sendable {
     /// ``RemoteError/Code/invalidPrivateKey``. Traps if `keyFiles` is empty.
     public init(keyFiles: [URL]) throws {
         precondition(!keyFiles.isEmpty, "DirectiveSigner needs at least one key file")
-        self.privateKeys = try keyFiles.map { file in
-            let text: String
+        try self.init(keyPEMs: keyFiles.map { file in
             do {
-                text = try String(contentsOf: file, encoding: .utf8)
+                return (file.path, try String(contentsOf: file, encoding: .utf8))
             } catch {
                 throw RemoteError(.fileUnreadable, errno: error.underlyingErrno, path: file.path)
             }
+        })
+    }
+
+    /// A signer from PEM private keys already read (`rollbackctl sign` reads its key files
+    /// through its own ownership and mode checks), each with the path that names it in errors.
+    ///
+    /// Throws ``RemoteError`` with code ``RemoteError/Code/invalidPrivateKey``. Traps if
+    /// `keyPEMs` is empty.
+    public init(keyPEMs: [(path: String, pem: String)]) throws {
+        precondition(!keyPEMs.isEmpty, "DirectiveSigner needs at least one key")
+        self.privateKeys = try keyPEMs.map { key in
             do {
-                return try Ed25519PrivateKey(pemRepresentation: text)
+                return try Ed25519PrivateKey(pemRepresentation: key.pem)
             } catch let error as CryptoError {
-                throw RemoteError(.invalidPrivateKey, path: file.path, detail: error.openSSLReason)
+                throw RemoteError(.invalidPrivateKey, path: key.path, detail: error.openSSLReason)
             }
         }
     }

@@ -36,31 +36,41 @@ static inline int switchback_exit_code(int status) { return WEXITSTATUS(status);
 static inline int switchback_signaled(int status) { return WIFSIGNALED(status); }
 static inline int switchback_term_signal(int status) { return WTERMSIG(status); }
 
-/// Starts `path` fully detached, without waiting for it: fork, `setsid(2)`, fork again, stdio
-/// to /dev/null, nice 10, an empty signal mask, `execve(2)`; the middle process exits at once
+/// Starts the program open at `program` (a descriptor the caller checked) fully detached,
+/// without waiting for it: fork, `setsid(2)`, fork again, stdio to /dev/null, nice 10, an
+/// empty signal mask, `fexecve(3)` of that descriptor (so the file checked is the file run,
+/// whatever its name holds by then); the middle process exits at once
 /// and is reaped here, so the program is adopted by init (or the nearest subreaper) and never
 /// becomes a zombie of the caller, which may go on to run an app for hours. Only
 /// async-signal-safe calls run between fork and exec. Returns 0, or the errno of the first
 /// fork. The program first sleeps `delay_ms` milliseconds (after
 /// `setsid`, in the detached process, named `switchback-wait` meanwhile, with every descriptor
-/// above 2 closed): a background job that must not start at the same instant across a fleet
+/// above 2 but `program` closed): a background job that must not start at the same instant across a fleet
 /// (the remote check's splay, docs/remote.md "Scheduling").
-static inline int switchback_spawn_detached_after(long delay_ms, const char *path, char *const argv[], char *const envp[]) {
+static inline int switchback_spawn_detached_after(long delay_ms, int program, char *const argv[], char *const envp[]) {
     pid_t middle = fork();
     if (middle < 0) return errno;
     if (middle == 0) {
         if (setsid() < 0) _exit(1);
-        pid_t program = fork();
-        if (program != 0) _exit(program < 0 ? 1 : 0);
+        pid_t child = fork();
+        if (child != 0) _exit(child < 0 ? 1 : 0);
+        // The program's descriptor above the standard three, where the dup2s below leave it be.
+        if (program <= 2) {
+            program = fcntl(program, F_DUPFD_CLOEXEC, 3);
+            if (program < 0) _exit(127);
+        }
         int null = open("/dev/null", O_RDWR);
         if (null >= 0) {
             dup2(null, 0); dup2(null, 1); dup2(null, 2);
             if (null > 2) close(null);
         }
-        // Nothing the caller left open reaches the waiting process or the program: a pipe or
-        // a listening socket held through the wait would outlive the app that owns it.
-        if (syscall(436 /* SYS_close_range */, 3U, ~0U, 0U) != 0) {
-            for (int fd = 3; fd < 1024; fd++) close(fd);
+        // Nothing the caller left open but the program reaches the waiting process or the
+        // program: a pipe or a listening socket held through the wait would outlive the app
+        // that owns it.
+        int closed = program == 3 ? 0 : (int)syscall(436 /* SYS_close_range */, 3U, (unsigned)program - 1, 0U);
+        if (closed == 0) closed = (int)syscall(436 /* SYS_close_range */, (unsigned)program + 1, ~0U, 0U);
+        if (closed != 0) {
+            for (int fd = 3; fd < 1024; fd++) if (fd != program) close(fd);
         }
         // `ps -o comm`, top: what this process is while it waits (its arguments stay the caller's).
         (void)prctl(PR_SET_NAME, (unsigned long)"switchback-wait", 0, 0, 0);
@@ -72,7 +82,7 @@ static inline int switchback_spawn_detached_after(long delay_ms, const char *pat
             struct timespec pause = { .tv_sec = delay_ms / 1000, .tv_nsec = (delay_ms % 1000) * 1000000L };
             while (nanosleep(&pause, &pause) < 0 && errno == EINTR) {}
         }
-        execve(path, argv, envp);
+        fexecve(program, argv, envp);
         _exit(127);
     }
     int status;
