@@ -132,8 +132,7 @@ struct SwiftBuild {
 
     /// Writes the version script that limits a slot's exports to `contractSymbols`, at `path`;
     /// when it changed, the slot built before in `scratch` is removed so that the next build
-    /// links it again (as `stamp` does). Returns the linker flags. A name the slot does not
-    /// define (an old SDK without `switchback_downgrade`) is ignored by the linker.
+    /// links it again (as `stamp` does). Returns the linker flags.
     static func exports(at path: String, scratch: String, product: String) throws(BundlerError) -> [String] {
         let script = "/* Written by switchback-bundle: the slot's exports (docs/adopting.md). */\n{\n  global:\n"
             + contractSymbols.map { "    \($0);\n" }.joined() + "  local:\n    *;\n};\n"
@@ -144,6 +143,10 @@ struct SwiftBuild {
             }
             try? FileManager.default.removeItem(atPath: scratch + "/release/lib\(product).so")
         }
-        return ["-Xlinker", "--version-script=" + path]
+        // Linked by lld (the toolchain's own, `-use-ld=lld`): gold keeps every symbol the
+        // script makes local in `.dynsym` (a Hummingbird slot: 476 local entries beside the
+        // contract's 6), lld keeps only the exports. `--undefined-version`: a contract name the
+        // slot does not define (an old SDK's) is not an error.
+        return ["-Xswiftc", "-use-ld=lld", "-Xlinker", "--undefined-version", "-Xlinker", "--version-script=" + path]
     }
 }
