@@ -321,7 +321,8 @@ public final class CheckedDirectory: @unchecked Sendable {
         }
     }
 
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(FileError) {
+    /// Writes all of `bytes` to `fd`, retrying short writes and EINTR; `path` names it in errors.
+    public static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(FileError) {
         var offset = 0
         while offset < bytes.count {
             let (written, writeError) = bytes.withUnsafeBytes { buffer in

@@ -71,14 +71,8 @@ public enum FileSystem {
             throw .system("Opening", path: path, errno: ENOENT)
         }
         defer { close(fd) }
-        try writeAll(fd, bytes, path: path)
+        try layer { () throws(FileError) in try CheckedDirectory.writeAll(fd, bytes, path: path) }
         if fsync(fd) != 0 { throw .system("Syncing", path: path, errno: errno) }
-    }
-
-    /// fsyncs a checked directory, so a rename or a new file in it survives a power cut.
-    public static func syncDirectory(_ directory: String) throws(SwitchbackError) {
-        let opened = try self.directory(directory)
-        try layer { () throws(FileError) in try opened.sync() }
     }
 
     /// Creates a directory and its parents with `mode` 0700 (existing ones are left alone),
@@ -123,16 +117,5 @@ public enum FileSystem {
         guard let pointer = realpath(path, nil) else { return nil }
         defer { free(pointer) }
         return String(cString: pointer)
-    }
-
-    static func writeAll(_ fd: Int32, _ bytes: [UInt8], path: String) throws(SwitchbackError) {
-        var offset = 0
-        while offset < bytes.count {
-            let (written, writeError) = bytes.withUnsafeBytes { buffer in
-                retryingInterrupts { write(fd, buffer.baseAddress! + offset, buffer.count - offset) }
-            }
-            if written < 0 { throw .system("Writing", path: path, errno: writeError) }
-            offset += written
-        }
     }
 }
