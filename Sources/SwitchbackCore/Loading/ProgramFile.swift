@@ -15,7 +15,7 @@ import Glibc
 /// root from a bundle is a compiled one, and `fexecve` of a close-on-exec script fails.
 ///
 /// No size or SHA-256 is compared: the manifest records none for programs (see
-/// docs/security.md "Programs Switchback runs" for why).
+/// docs/design.md, "Programs Switchback runs", for why).
 public final class ProgramFile: Sendable {
     /// The open, read-only, close-on-exec descriptor.
     public let descriptor: Int32
