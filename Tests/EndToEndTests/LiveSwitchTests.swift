@@ -55,6 +55,15 @@ import Glibc
             #expect(waitUntil(seconds: 10) { Self.version(port) == wanted })
             if let child = app.record?.childPID { children.insert(child) }
         }
+        // The old child drains after the new one is ready and may still answer a request or
+        // two meanwhile; the last requests are the ones started after it is gone.
+        let serving = try #require(app.record?.childPID)
+        let gone = waitUntil(seconds: 30) {
+            children.subtracting([serving]).allSatisfy { kill($0, 0) == -1 && errno == ESRCH }
+        }
+        #expect(gone, "every replaced child exits: \(app.stderr)")
+        let countWhenGone = poller.summary().records.count
+        #expect(waitUntil(seconds: 10) { poller.summary().records.count >= countWhenGone + 5 })
         let summary = poller.stop()
         print("ten live switches: \(summary)")
         #expect(summary.refused == 0, "\(summary)")
