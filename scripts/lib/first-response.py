@@ -3,7 +3,8 @@
 as a plain executable, the two sides alternated run by run in one process.
 
     first-response.py --runs N --target-ratio X --target-added-ms Y \
-        --a NAME '[VAR=value ...] COMMAND {port}' --b NAME '[VAR=value ...] COMMAND {port}'
+        --a NAME '[VAR=value ...] COMMAND {port}' --b NAME '[VAR=value ...] COMMAND {port}' \
+        [--c NAME '[VAR=value ...] COMMAND {port}']
 
 Each iteration starts side A and side B once (the order swapped every iteration), each on a
 fresh loopback port: the clock starts just before the process is spawned and stops when a
@@ -11,6 +12,7 @@ fresh loopback port: the clock starts just before the process is spawned and sto
 waited for. The ratio and the added time are medians of per-iteration values (the two sides
 of one iteration ran within a second of each other), with 95% bootstrap intervals.
 Exits 1 when the ratio's target is missed (or, given --target-added-ms, when both are).
+A third side (--c) runs in the same rotation and A against it is reported, not judged.
 """
 import argparse, os, random, shlex, signal, socket, statistics, subprocess, sys, time
 
@@ -66,22 +68,32 @@ def main():
     p.add_argument("--target-added-ms", type=float, default=None)
     p.add_argument("--a", nargs=2, metavar=("NAME", "COMMAND"), required=True)
     p.add_argument("--b", nargs=2, metavar=("NAME", "COMMAND"), required=True)
+    p.add_argument("--c", nargs=2, metavar=("NAME", "COMMAND"))
     a = p.parse_args()
+    sides = [a.a, a.b] + ([a.c] if a.c else [])
     for _ in range(a.warmup):
-        run_once(a.a[1]); run_once(a.b[1])
-    times_a, times_b, ratios, added = [], [], [], []
+        for side in sides:
+            run_once(side[1])
+    times = [[] for _ in sides]
     for i in range(a.runs):
-        if i % 2:
-            tb = run_once(a.b[1]); ta = run_once(a.a[1])
-        else:
-            ta = run_once(a.a[1]); tb = run_once(a.b[1])
-        times_a.append(ta); times_b.append(tb)
-        ratios.append(ta / tb); added.append(ta - tb)
-    ratio, (rlo, rhi) = statistics.median(ratios), interval(ratios)
-    plus, (alo, ahi) = statistics.median(added), interval(added)
+        # Every order of the sides in turn, so that none always runs first or after another.
+        order = list(range(len(sides)))
+        order = order[i % len(order):] + order[:i % len(order)]
+        if (i // len(order)) % 2:
+            order.reverse()
+        for index in order:
+            times[index].append(run_once(sides[index][1]))
     print(f"time to the first HTTP 200, {a.runs} runs per side, alternated:")
-    print(f"  {a.a[0]:<28} median {statistics.median(times_a):7.2f} ms")
-    print(f"  {a.b[0]:<28} median {statistics.median(times_b):7.2f} ms")
+    for side, values in zip(sides, times):
+        print(f"  {side[0]:<44} median {statistics.median(values):7.2f} ms")
+
+    def compare(other):
+        ratios = [x / y for x, y in zip(times[0], times[other])]
+        added = [x - y for x, y in zip(times[0], times[other])]
+        return statistics.median(ratios), interval(ratios), statistics.median(added), interval(added)
+
+    ratio, (rlo, rhi), plus, (alo, ahi) = compare(1)
+    print(f"  {a.a[0]} vs {a.b[0]}:")
     print(f"  ratio  {ratio:.3f}  (95% interval {rlo:.3f} to {rhi:.3f}; target <= {a.target_ratio})")
     if a.target_added_ms is None:
         print(f"  added  {plus:+.2f} ms  (95% interval {alo:+.2f} to {ahi:+.2f} ms)")
@@ -91,6 +103,11 @@ def main():
         print(f"  added  {plus:+.2f} ms  (95% interval {alo:+.2f} to {ahi:+.2f} ms; target <= {a.target_added_ms} ms)")
         ok = ratio <= a.target_ratio or plus <= a.target_added_ms
         print(f"  {'ok' if ok else 'MISSED'}: ratio <= {a.target_ratio} or added <= {a.target_added_ms} ms")
+    if a.c:
+        ratio, (rlo, rhi), plus, (alo, ahi) = compare(2)
+        print(f"  {a.a[0]} vs {a.c[0]} (reported, not judged):")
+        print(f"  ratio  {ratio:.3f}  (95% interval {rlo:.3f} to {rhi:.3f})")
+        print(f"  added  {plus:+.2f} ms  (95% interval {alo:+.2f} to {ahi:+.2f} ms)")
     sys.exit(0 if ok else 1)
 
 if __name__ == "__main__":
