@@ -85,6 +85,25 @@ public struct LaunchPlanner {
             plan.decision = SlotDecision(slot: earlierFailure.slot, reason: plan.decision.reason)
                 .fallingBack(failure: earlierFailure.message)
         }
+        if let refusal = predictedSwitchRefusal(plan) { return afterRefusedSwitch(plan, refusal: refusal) }
+        return checked(plan)
+    }
+
+    /// Why automatic rollback's switch to the previous build will be refused, when the slot
+    /// checks already say so (`Switcher.perform`): the previous slot cannot run, or the
+    /// current build, which converts its data back first, cannot be loaded.
+    func predictedSwitchRefusal(_ plan: LaunchPlan) -> String? {
+        guard let (slot, _) = plan.health?.switchFlag, slot == .previous else { return nil }
+        if let problem = slotProblem(.previous) {
+            return "\(problem) Nothing was converted and the flag is unchanged: a rollback needs a previous build that can run."
+        }
+        if let problem = slotProblem(.current) { return LaunchPlan.conversionUnavailable(manifest: manifest, message: problem) }
+        return nil
+    }
+
+    /// Step 4 and 5: the slot checks, then the data.
+    func checked(_ planned: LaunchPlan) -> LaunchPlan {
+        var plan = planned
         if let problem = slotProblem(plan.decision.slot) {
             if plan.isForced {
                 plan.refusal = .forcedSlotBroken(slot: plan.decision.slot, failure: problem)
@@ -141,25 +160,22 @@ public struct LaunchPlanner {
     }
 
     /// The plan once automatic rollback's switch of the flag was refused (`refusal`, a whole
-    /// sentence): the failing build stays, and nothing more is converted for the other one.
+    /// sentence): the failing build stays (checked like any choice), and the flag is not
+    /// switched again by this start.
     public func afterRefusedSwitch(_ planned: LaunchPlan, refusal: String) -> LaunchPlan {
         var plan = planned
-        guard let health = plan.health, let (slot, _) = health.switchFlag else { return plan }
+        guard let (slot, _) = plan.health?.switchFlag else { return plan }
         let stays = slot.other
         var why = ""
         if case .markedBad(_, let text) = plan.decision.reason { why = text }
         plan.decision = SlotDecision(slot: stays, reason: .switchRefused(failed: stays, why: why, refusal: refusal))
         plan.health?.decision = plan.decision
+        plan.health?.switchFlag = nil
         plan.health?.message = nil
         plan.notes.removeAll { if case .health = $0 { return true } else { return false } }
         plan.notes.append(.switchRefused(failed: stays, why: why, refusal: refusal))
         plan.convertsData = false
         plan.refusal = nil
-        if let problem = slotProblem(stays) {
-            // The build that stays cannot run at all: the other one after all, as any fallback.
-            plan.decision = plan.decision.fallingBack(failure: problem)
-            if let second = slotProblem(plan.decision.slot) { plan.refusal = .noSlotRuns(first: problem, then: second) }
-        }
-        return plan
+        return checked(plan)
     }
 }
