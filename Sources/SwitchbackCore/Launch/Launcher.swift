@@ -84,7 +84,7 @@ public enum Launcher {
         if let refusal = plan.refusal { fail(refusal.sentence(manifest)) }
         let slotToRun = plan.decision.slot
         if let problem = checks.problem(slotToRun) { fail(problem) }
-        guard let verified = checks.verified[slotToRun] else { fail("the \(slotToRun.rawValue) slot was not checked.") }
+        guard let verified = checks.verified(slotToRun) else { fail("the \(slotToRun.rawValue) slot was not checked.") }
 
         // The try is used before anything of the build runs, its loading included.
         var session: StartSession?
