@@ -6,9 +6,14 @@ import SwitchbackCore
 
 /// What `status` says, as one value rendered both for people and as JSON.
 struct StatusReport {
-    /// The slot the next start runs, after any fallback the launcher would make.
+    /// The slot the next start runs, after any fallback the launcher would make (the
+    /// launcher's own plan, `LaunchPlanner`); when the start is refused, the slot it chose.
     var activeSlot: BuildSlot
-    /// One sentence: which slot and why.
+    /// Why the next start is refused (the launcher's sentence, exit 70); nil when it runs.
+    var refusal: String?
+    /// The plan's reason code ("persisted", "fallback", "no-slot-runs", ...).
+    var reasonCode: String
+    /// One sentence: which slot and why, or that the start is refused and why.
     var sentence: String
     var state: PersistedState
     var stateProblem: String?
@@ -82,15 +87,6 @@ struct StatusReport {
         let loaded = read.loaded
         let healthRecord = read.health
         untrustedBecause = read.trustProblem?.message
-        let plan: StartPlan
-        do {
-            plan = try StartPlan.make(state: loaded, health: healthRecord, manifest: workspace.manifest,
-                                      forcedSlot: environmentValue("SWITCHBACK_SLOT"), applyHealth: read.isTrusted)
-        } catch {
-            throw .failure(error.message)
-        }
-        var decision = plan.decision
-        warning = plan.health.message
         var health: [BuildSlot: SlotHealth] = [:]
         for slot in BuildSlot.allCases { health[slot] = workspace.health(of: slot, in: healthRecord) }
         self.health = health
@@ -103,12 +99,19 @@ struct StatusReport {
             do { _ = try verifier.verify(slot) } catch { problem = error.message }
             slots[slot] = (workspace.manifest[slot], problem)
         }
-        if let failure = slots[decision.slot]?.1, !decision.isForced, slots[decision.slot.other]?.1 == nil {
-            decision = decision.fallingBack(failure: failure)
-        }
-        activeSlot = decision.slot
-        let version = workspace.manifest[decision.slot].version
-        sentence = "The next start runs the \(decision.slot.rawValue) slot (\(version)) because \(decision.explanation)."
+        // The launcher's planner, from the same inputs: what it runs is what status names.
+        let manifest = workspace.manifest, directory = workspace.directory, trusted = read.isTrusted
+        let planner = LaunchPlanner(manifest: manifest, state: loaded, isTrusted: trusted, health: healthRecord,
+                                    healthProblem: read.healthProblem, forcedSlot: environmentValue("SWITCHBACK_SLOT"),
+                                    slotProblem: { slots[$0]?.1 },
+                                    dataFloor: { Launcher.dataFloor(manifest: manifest, directory: directory, trusted: trusted) })
+        let plan: LaunchPlan
+        do { plan = try planner.plan() } catch { throw .failure(error.message) }
+        warning = plan.health?.message
+        activeSlot = plan.decision.slot
+        refusal = plan.refusal?.sentence(manifest)
+        reasonCode = plan.reason.code
+        sentence = plan.sentence(manifest)
         state = loaded.state
         stateProblem = loaded.problemSentence
         self.slots = slots
@@ -285,7 +288,9 @@ struct StatusReport {
         }
         return [
             "app_id": appID,
-            "active_slot": activeSlot.rawValue,
+            "active_slot": refusal == nil ? activeSlot.rawValue : JSON.null,
+            "refusal": refusal ?? JSON.null,
+            "reason_code": reasonCode,
             "rollback": state.rollback,
             "source": state.source.rawValue,
             "reason": state.reason ?? JSON.null,

@@ -27,6 +27,15 @@ public struct SlotDecision: Sendable, Equatable {
         case noOtherBuild(failed: BuildSlot, why: String)
         /// A new release superseded the persisted rollback: its current build runs.
         case supersededByRelease(PersistedState, current: BuildIdentity)
+        /// The chosen build failed and automatic rollback asked to switch, but the switch was
+        /// refused (the data could not be converted back): the failing build stays.
+        case switchRefused(failed: BuildSlot, why: String, refusal: String)
+        /// The supervisor's running child keeps running: the choice still selects it, or only
+        /// its tries ran out (the next start decides on them, not a replacement).
+        case keptRunning
+        /// The previous build cannot read the data and it could not be converted back: the
+        /// current build runs instead (`problem` says why).
+        case dataNotConvertible(problem: String)
     }
 
     /// The slot to run.
@@ -62,60 +71,5 @@ public struct SlotDecision: Sendable, Equatable {
     /// The decision after `slot` failed its checks with `failure`: run the other slot.
     public func fallingBack(failure: String) -> SlotDecision {
         SlotDecision(slot: slot.other, reason: .fallback(failed: slot, failure: failure))
-    }
-
-    /// Why, as the end of a sentence ("because ...").
-    public var explanation: String {
-        switch reason {
-        case .firstStart:
-            return "nobody has rolled back this install (there is no state file yet)"
-        case .persisted(let state):
-            return Self.explain(state)
-        case .damagedState(let loaded):
-            return loaded.problemSentence.map { Self.clause(String($0.dropLast())) } ?? "the state file is damaged"
-        case .untrustedState(let loaded):
-            let found = loaded.problem.map { Self.clause($0.clause) } ?? "it failed the strict checks"
-            guard let rejection = loaded.untrustedRejection else { return "the state is not trusted and records no rollback: \(found)" }
-            return "\(rejection), which is honoured although the state is not trusted: \(found)"
-        case .forcedByEnvironment:
-            return "SWITCHBACK_SLOT=\(slot.rawValue) forces it for this run"
-        case .fallback(let failed, let failure):
-            return "the \(failed.rawValue) slot cannot run (\(Self.clause(failure.hasSuffix(".") ? String(failure.dropLast()) : failure)))"
-        case .markedBad(let failed, let why):
-            return "the \(failed.rawValue) build \(why)"
-        case .bothBad:
-            return "both builds are bad and this one started well most recently"
-        case .keptByExplicitChoice(let failed, let why, let rejected):
-            return "it was chosen explicitly: the \(failed.rawValue) build \(why), but automatic rollback does not switch to the \(failed.other.rawValue) build, which \(rejected)"
-        case .noOtherBuild(_, let why):
-            return "the build \(why), but both slots hold it (a first release), so there is no other build to switch to"
-        case .supersededByRelease(let rollback, let current):
-            return StartPlan.supersessionReason(rollback, current: current)
-        }
-    }
-
-    /// A sentence made the end of another ("because the state file ..."): its first word in
-    /// lower case when it is a capitalised word ("The", "Reading"), not a name ("HOME").
-    static func clause(_ sentence: String) -> String {
-        let bytes = Array(sentence.utf8.prefix(2))
-        guard bytes.count == 2, (0x41...0x5A).contains(bytes[0]), (0x61...0x7A).contains(bytes[1]) else { return sentence }
-        return String(decoding: [bytes[0] + 0x20], as: UTF8.self) + String(Substring(sentence.utf8.dropFirst()))
-    }
-
-    static func explain(_ state: PersistedState) -> String {
-        let when = state.changedAt.map { " on \(formatUTC($0))" } ?? ""
-        let why = state.reason.map { ": \"\($0)\"" } ?? ""
-        let verb = state.rollback ? "rolled back" : "rolled forward"
-        switch state.source {
-        case .default:
-            // A superseding release records its reason; the plain default has none.
-            return state.reason.map { "\($0)\(when)" } ?? "nobody has rolled back this install"
-        case .cli:
-            return "an operator \(verb) with rollbackctl\(when)\(why)"
-        case .remote:
-            return "a signed remote directive \(verb)\(when)\(why)"
-        case .auto:
-            return "automatic rollback \(verb)\(when)\(why)"
-        }
     }
 }

@@ -51,6 +51,13 @@ public struct DataDowngrade: Sendable {
         /// The app's or the launcher's sentence, when it refused or failed (or a note).
         public var message: String?
 
+        public init(status: Status, undone: [UndoneStep] = [], readerFloor: String? = nil, message: String? = nil) {
+            self.status = status
+            self.undone = undone
+            self.readerFloor = readerFloor
+            self.message = message
+        }
+
         /// Whether the switch to the previous slot may go ahead.
         public var allowsSwitch: Bool { status == .done }
     }
@@ -93,6 +100,11 @@ public struct DataDowngrade: Sendable {
 
     /// One sentence for a switch that may not go ahead: what was found, and what to do.
     public func refusal(_ outcome: Outcome, command: String) -> String {
+        Self.refusal(outcome, command: command, manifest: manifest)
+    }
+
+    /// `refusal(_:command:)` for `manifest`'s builds.
+    public static func refusal(_ outcome: Outcome, command: String, manifest: Manifest) -> String {
         let previous = manifest.previous.version, current = manifest.current.version
         let what = outcome.message.map { $0.hasSuffix(".") ? $0 : $0 + "." } ?? ""
         switch outcome.status {

@@ -20,9 +20,13 @@ public enum Launcher {
     /// drain signal (0: none).
     public typealias ListenerAdoption = @convention(c) (Int32, Int32, UnsafePointer<CChar>?, Int32) -> Int32
 
-    /// Runs the app and exits with its exit code.
+    /// Runs the app and exits with its exit code: decides the role, plans the start
+    /// (`LaunchPlanner`, pure), then carries the plan out. Nothing after planning bends the
+    /// decision: a fact learned while carrying it out (a refused switch, data that could not
+    /// be converted) goes back to the planner, which says what follows.
     public static func run(adoptingListeners adopt: ListenerAdoption? = nil) -> Never {
-        if let mode = environmentValue(DataDowngrade.modeVariable) { runDowngrade(mode: mode) }
+        let role = LaunchRole.decide(environment: environmentValue)
+        if case .dataDowngrade(let mode) = role { runDowngrade(mode: mode) }
         // Until the app or the supervisor runs, each directory is checked once.
         StrictModes.rememberTrustedDirectories()
         guard let bundleRoot = bundleRoot() else {
@@ -33,7 +37,7 @@ public enum Launcher {
 
         let earlierFailure = takeEarlierFailure()
         let (directory, permissionProblem) = stateDirectory(appID: manifest.appID)
-        if !Supervisor.isChild, permissionProblem == nil {
+        if !role.isSupervisedChild, permissionProblem == nil {
             checkRemoteDirective(manifest: manifest, directory: directory, bundleRoot: bundleRoot)
             if SwitchJournal.exists(in: directory),
                let note = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory).recover() {
@@ -45,76 +49,51 @@ public enum Launcher {
         // previous build (StartState); otherwise the current one runs, as the message says.
         let read = StartState.load(directory: directory, directoryProblem: permissionProblem, manifest: manifest)
         let trusted = read.isTrusted
-        let loaded = read.loaded
-        if Supervisor.isChild {
+        if role.isSupervisedChild {
             Supervisor.adoptParent()
-        } else if Supervisor.isEnabled(manifest: manifest) {
+        } else if role.supervises(manifest) {
             StrictModes.forgetTrustedDirectories()
             Supervisor.run(manifest: manifest, directory: directory, trusted: trusted)
         }
 
-        // Plan (pure), then act: the state, the verdicts and the manifest decide the slot.
-        let health = HealthStore(directory: directory)
-        let forced = environmentValue("SWITCHBACK_SLOT")
-        let planned = trusted && earlierFailure == nil && (forced ?? "").isEmpty
-        var record = HealthRecord()
-        if planned {
-            record = read.health
-            if let problem = read.healthProblem { printError("launcher: \(problem.message) Every build is on trial again.") }
-        }
-        var decision: SlotDecision
-        do {
-            let plan = try StartPlan.make(state: loaded, health: record, manifest: manifest, forcedSlot: forced, applyHealth: planned)
-            decision = plan.decision
-            if planned { record = carryOut(plan, record: record, store: health, manifest: manifest, directory: directory, bundleRoot: bundleRoot, decision: &decision) }
-        } catch {
-            fail(error.message, code: 64)
-        }
-        if let earlierFailure, !decision.isForced {
-            decision = SlotDecision(slot: earlierFailure.slot, reason: decision.reason)
-                .fallingBack(failure: earlierFailure.message)
-        }
+        // Plan (pure), then act. The slot checks are the planner's lazy input: a slot is
+        // verified once, when the plan first needs it, and its verified file is what loads.
         let verifier = SlotVerifier(bundleRoot: bundleRoot, manifest: manifest,
                                     cache: trusted ? VerifiedCache(path: directory.verifiedCachePath) : nil)
-
-        // Checks before mapping, and before any data is converted for the previous slot: a
-        // failure here falls back in this process.
-        var verified: SlotVerifier.Verified
-        do { verified = try verifier.verify(decision.slot) } catch {
-            if decision.isForced { fail("\(error.message) SWITCHBACK_SLOT forces this slot, so the launcher does not fall back.") }
-            if case .fallback(_, let first) = decision.reason { bothFailed(first, error.message) }
-            decision = decision.fallingBack(failure: error.message)
-            do { verified = try verifier.verify(decision.slot) } catch {
-                if case .fallback(_, let first) = decision.reason { bothFailed(first, error.message) }
-                fail(error.message)
-            }
+        let checks = SlotChecks(verifier: verifier)
+        let planner = LaunchPlanner(
+            manifest: manifest, state: read.loaded, isTrusted: trusted, health: read.health,
+            healthProblem: read.healthProblem, forcedSlot: environmentValue("SWITCHBACK_SLOT"),
+            earlierFailure: earlierFailure, slotProblem: checks.problem,
+            dataFloor: { dataFloor(manifest: manifest, directory: directory, trusted: trusted) })
+        var plan: LaunchPlan
+        do { plan = try planner.plan() } catch { fail(error.message, code: 64) }
+        var record = read.health
+        if let healthProblem = plan.healthProblem { printError("launcher: \(healthProblem.message) Every build is on trial again.") }
+        if plan.countsTry {
+            (plan, record) = carryOut(plan, planner: planner, record: record, manifest: manifest, directory: directory, bundleRoot: bundleRoot)
         }
+        say(plan.notes, manifest)
         // The previous build never starts on data it cannot read: convert first, or refuse.
-        // In an untrusted directory nothing is converted (that writes): the start stops instead.
-        if !trusted && decision.slot == .previous && !decision.isForced,
-           let problem = untrustedDataProblem(manifest: manifest, directory: directory) {
-            let found = loaded.problem?.clause ?? "The state is not trusted"
-            fail("\(found)\(loaded.untrustedRejection.map { "; it records that \($0), but" } ?? ";") \(problem)")
-        }
-        if trusted && decision.slot == .previous,
+        if plan.refusal == nil, plan.convertsData,
            let problem = ensureDataReadableByPrevious(bundleRoot: bundleRoot, manifest: manifest, directory: directory) {
-            if decision.isForced { fail("\(problem) SWITCHBACK_SLOT forces the previous slot, so the launcher stops here.") }
-            if case .fallback(_, let failure) = decision.reason {
-                fail("\(failure) The previous slot (\(manifest.previous.version)) cannot run instead: \(problem)")
-            }
-            printError("launcher: \(problem) Running the current slot (\(manifest.current.version)) instead.")
-            decision = SlotDecision(slot: .current, reason: decision.reason)
-            do { verified = try verifier.verify(.current) } catch { fail(error.message) }
+            let said = plan.notes.count
+            plan = planner.afterRefusedConversion(plan, problem: problem)
+            say(plan.notes.dropFirst(said), manifest)
         }
+        if let refusal = plan.refusal { fail(refusal.sentence(manifest)) }
+        let slotToRun = plan.decision.slot
+        if let problem = checks.problem(slotToRun) { fail(problem) }
+        guard let verified = checks.verified(slotToRun) else { fail("the \(slotToRun.rawValue) slot was not checked.") }
 
         // The try is used before anything of the build runs, its loading included.
         var session: StartSession?
-        if planned {
-            let build = BuildIdentity(manifest, decision.slot)
+        if plan.countsTry {
+            let build = BuildIdentity(manifest, slotToRun)
             let known = record.health(of: build, tries: manifest.trialTries)
-            let started = StartSession(store: health, build: build, tries: manifest.trialTries, known: known)
+            let started = StartSession(store: HealthStore(directory: directory), build: build, tries: manifest.trialTries, known: known)
             if let problem = started.begin() {
-                printError("launcher: This start of the \(decision.slot.rawValue) build (\(build.version), \(known.summary)) could not be recorded (\(problem.clause)); automatic rollback cannot count it until the state directory \(directory.path) is writable again. Running it anyway.")
+                printError("launcher: This start of the \(slotToRun.rawValue) build (\(build.version), \(known.summary)) could not be recorded (\(problem.clause)); automatic rollback cannot count it until the state directory \(directory.path) is writable again. Running it anyway.")
             }
             session = started
         }
@@ -122,30 +101,28 @@ public enum Launcher {
         // Mapping: once dlopen ran, a failure re-executes to try the other slot.
         // A file opened once with every symbol bound, against libraries that have not changed
         // since, is opened lazily: binding every symbol again is most of dlopen's cost.
-        let slotRecord = manifest[decision.slot]
+        let slotRecord = manifest[slotToRun]
         let libraries = verified.libraryStamp
         let bindLazily = libraries != nil && verified.boundLibraries == libraries
         let slot: LoadedSlot
         do {
-            slot = try LoadedSlot.load(decision.slot, verified: verified, dependencies: slotRecord.needed, bindLazily: bindLazily)
+            slot = try LoadedSlot.load(slotToRun, verified: verified, dependencies: slotRecord.needed, bindLazily: bindLazily)
             if !bindLazily, let libraries {
                 verifier.cache?.record(file: verified.path, fingerprint: verified.fingerprint, sha256: slotRecord.sha256, bound: libraries)
             }
         } catch {
-            if decision.isForced { fail("\(error.message) SWITCHBACK_SLOT forces this slot, so the launcher does not fall back.") }
-            if case .fallback(_, let first) = decision.reason { bothFailed(first, error.message) }
-            reexecute(after: decision.slot, failure: error.message)
+            if plan.isForced { fail(LaunchRefusal.forcedSlotBroken(slot: slotToRun, failure: error.message).sentence(manifest)) }
+            if let (_, first) = plan.fallback { fail(LaunchRefusal.noSlotRuns(first: first, then: error.message).sentence(manifest)) }
+            reexecute(after: slotToRun, failure: error.message)
         }
 
-        if case .fallback(let failed, let failure) = decision.reason {
-            printError("launcher: \(failure) Running the \(decision.slot.rawValue) slot (\(manifest[decision.slot].version)) instead.")
-            if trusted { recordFallback(from: failed, to: decision.slot, failure: failure, directory: directory) }
-        } else if let sentence = loaded.problemSentence {
-            printError("launcher: \(sentence)")
+        if let line = plan.closingNote(manifest, state: read.loaded) { printError("launcher: \(line)") }
+        if let (failed, failure) = plan.fallback, trusted {
+            recordFallback(from: failed, to: slotToRun, failure: failure, directory: directory)
         }
         StrictModes.forgetTrustedDirectories()
         if let adopt { adoptInheritedSockets(adopt) }
-        if Supervisor.isChild { Supervisor.reportToParent(slot: decision.slot, build: manifest[decision.slot].sha256) }
+        if role.isSupervisedChild { Supervisor.reportToParent(slot: slotToRun, build: manifest[slotToRun].sha256) }
         let code = call(slot, manifest: manifest, directory: directory, session: session)
         if code == 0 && manifest.goodOnExitZero { session?.markGood(note: "exited with code 0") }
         exit(code)
@@ -153,10 +130,13 @@ public enum Launcher {
 
     /// Carries out what a plan asks to write: a superseding release, a build out of tries
     /// marked bad, the flag following an automatic rollback (through `Switcher`, which
-    /// converts the data first). Every write that fails is said on stderr. Returns the
-    /// verdicts as they are now; `decision` becomes what actually runs.
-    static func carryOut(_ plan: StartPlan, record: HealthRecord, store: HealthStore, manifest: Manifest, directory: StateDirectory,
-                         bundleRoot: String, decision: inout SlotDecision) -> HealthRecord {
+    /// converts the data first). Every write that fails is said on stderr. A switch that is
+    /// refused goes back to the planner (`afterRefusedSwitch`): the failing build stays.
+    /// Returns the plan to go on with and the verdicts as they are now.
+    static func carryOut(_ planned: LaunchPlan, planner: LaunchPlanner, record: HealthRecord, manifest: Manifest,
+                         directory: StateDirectory, bundleRoot: String) -> (LaunchPlan, HealthRecord) {
+        var plan = planned
+        let store = HealthStore(directory: directory)
         if plan.superseded != nil {
             do {
                 if let event = try StateStore(directory: directory).recordSupersedingRelease(manifest: manifest) {
@@ -166,7 +146,7 @@ public enum Launcher {
                 printError("launcher: A new release superseded the rollback, but that could not be recorded (\(error.message)); running the current slot anyway.")
             }
         }
-        let choice = plan.health
+        guard let choice = plan.health else { return (plan, record) }
         var changed = false
         if let bad = choice.markBad {
             changed = true
@@ -187,22 +167,38 @@ public enum Launcher {
             let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
             do {
                 let result = try switcher.perform(rollback: slot == .previous, source: .auto, reason: reason)
-                if let refusal = result.refusal {
-                    printError("launcher: \(HealthPolicy.capitalized(reason)), but it stays: \(refusal)")
-                    return changed ? store.load().record : record
-                }
+                if let refusal = result.refusal { plan = planner.afterRefusedSwitch(plan, refusal: refusal) }
             } catch {
                 // Converted but not recorded: the data is the previous build's now, so it runs.
                 if !(slot == .previous && SwitchJournal.exists(in: directory)) {
-                    printError("launcher: \(HealthPolicy.capitalized(reason)), but the switch could not be recorded: \(error.message) The \(slot.other.rawValue) slot runs.")
-                    return changed ? store.load().record : record
+                    plan = planner.afterRefusedSwitch(plan, refusal: "the switch could not be recorded: \(error.message)")
+                } else {
+                    printError("launcher: \(error.message)")
                 }
-                printError("launcher: \(error.message)")
             }
         }
-        if let message = choice.message { printError("launcher: \(message)") }
-        decision = choice.decision
-        return changed ? store.load().record : record
+        return (plan, changed ? store.load().record : record)
+    }
+
+    /// Prints each note after `launcher: `.
+    static func say(_ notes: some Sequence<LaunchNote>, _ manifest: Manifest) {
+        for note in notes { printError("launcher: \(LaunchPlan.sentence(of: note, manifest))") }
+    }
+
+    /// The reader floor the current build published when the previous build cannot read the
+    /// data, else nil: one small read, asked by the planner only when the previous slot would
+    /// run. In an untrusted state directory the file is read without trusting it.
+    public static func dataFloor(manifest: Manifest, directory: StateDirectory, trusted: Bool) -> String? {
+        let published: DataState?
+        if trusted {
+            published = DataState.load(in: directory, for: manifest)
+        } else {
+            published = FileSystem.readUntrusted("data-state", in: directory.path)
+                .flatMap { try? DataState.parse($0, path: DataState.path(in: directory)) }
+                .flatMap { $0.mismatch(with: manifest) == nil ? $0 : nil }
+        }
+        guard let published, !published.isReadable(by: manifest.previous.version) else { return nil }
+        return published.readerFloor ?? ""
     }
 
     // MARK: - Steps
@@ -222,18 +218,6 @@ public enum Launcher {
         }
         do { try directory.checkPermissions() } catch { return (directory, error) }
         return (directory, nil)
-    }
-
-    /// Why the previous build cannot run on the data of an untrusted state directory, as a
-    /// clause: the current build published a reader floor above the previous version (read
-    /// without trusting it, like the state), and converting the data back would write there.
-    /// Nil when nothing says so.
-    static func untrustedDataProblem(manifest: Manifest, directory: StateDirectory) -> String? {
-        let path = DataState.path(in: directory)
-        guard let bytes = FileSystem.readUntrusted("data-state", in: directory.path),
-              let published = try? DataState.parse(bytes, path: path), published.mismatch(with: manifest) == nil,
-              !published.isReadable(by: manifest.previous.version) else { return nil }
-        return "the previous slot (\(manifest.previous.version)) cannot run on the data: its reader floor is \(published.readerFloor ?? ""), and converting it back would write to a state directory the launcher does not trust; fix its permissions as said, then start again."
     }
 
     /// The remote directive (docs/remote.md): by default, when the last check is older than
@@ -319,10 +303,6 @@ public enum Launcher {
     }
 
     // MARK: - Failing
-
-    static func bothFailed(_ first: String, _ second: String) -> Never {
-        fail("neither slot can run. First: \(first) Then: \(second) Rebuild the bundle with scripts/bundle, or restore the files named above.")
-    }
 
     static func fail(_ message: String, code: Int32 = failureExitCode) -> Never {
         printError("launcher: \(message)")

@@ -36,17 +36,12 @@ extension Supervisor {
     /// The slot the persisted choice selects now. The running build keeps running unless it
     /// was marked bad: using its last try is not a reason to replace it (the next start is).
     func desiredSlot(running: BuildSlot?) -> BuildSlot {
-        let loaded = StateStore(directory: directory).load()
-        let record = HealthStore(directory: directory).load().record
-        guard let unchecked = try? StartPlan.make(state: loaded, health: record, manifest: manifest,
-                                                  forcedSlot: environmentValue("SWITCHBACK_SLOT"), applyHealth: false),
-              let plan = try? StartPlan.make(state: loaded, health: record, manifest: manifest,
-                                             forcedSlot: environmentValue("SWITCHBACK_SLOT")) else {
-            return running ?? .current
-        }
-        let chosen = unchecked.decision.slot
-        if chosen == running, !record.health(of: chosen, in: manifest).isBad { return chosen }
-        return plan.decision.slot
+        // The launcher's planner, with the running child as an input; the slot checks and the
+        // data are left to the child's own plan.
+        let planner = LaunchPlanner(manifest: manifest, state: StateStore(directory: directory).load(), isTrusted: true,
+                                    health: HealthStore(directory: directory).load().record,
+                                    forcedSlot: environmentValue("SWITCHBACK_SLOT"), running: running, checksSlots: false)
+        return (try? planner.plan())?.decision.slot ?? running ?? .current
     }
 
     func fingerprints() -> [FileFingerprint?] {
