@@ -4,9 +4,23 @@ import Glibc
 import SwitchbackCore
 
 /// `history`: every switch and fallback, oldest first.
-struct HistoryCommand {
+struct HistoryCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "history",
+        abstract: "Every switch and data conversion: when, from, to, source, reason.",
+        overview: """
+            Show every switch and fallback, and every revert, restore and archive of
+            the data before a rollback: when, from, to, source, reason.
+            """,
+        options: [.init("--json", help: "Print JSON (an array of events, oldest first).")])
+
     let workspace: Workspace
     let json: Bool
+
+    init(_ arguments: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        workspace = try context.workspace()
+        json = arguments.wantsJSON
+    }
 
     func run(_ console: Console) throws(CommandError) {
         try workspace.checkTrusted()
