@@ -27,10 +27,7 @@ struct HistoryCommand: Command {
         let (events, unreadable): ([HistoryEvent], Int)
         do { (events, unreadable) = try workspace.history.read() } catch { throw .failure(error.message) }
         if json {
-            console.out(JSON.render(events.map { event -> [String: Any] in
-                ["time": formatRFC3339(event.time), "kind": event.kind.rawValue, "from": event.from.rawValue,
-                 "to": event.to.rawValue, "source": event.source.rawValue, "reason": event.reason ?? JSON.null]
-            }))
+            console.out(JSONWriter.render(events.map(HistoryEntry.init)))
         } else if events.isEmpty {
             console.out("No switches yet.")
         } else {

@@ -56,7 +56,7 @@ struct InspectCommand: Command {
             ("downgrade", library.symbol(named: SWITCHBACK_DOWNGRADE_SYMBOL, as: CString.self) == nil ? "false" : "true"),
         ]
         if json {
-            console.out(JSON.render(Dictionary(uniqueKeysWithValues: fields.map { ($0.0, $0.1 as Any) })))
+            console.out(JSONWriter.render(Dictionary(uniqueKeysWithValues: fields)))
         } else {
             for (key, value) in fields { console.out("\(key)=\(KeyValueText.escape(value))") }
         }

@@ -21,6 +21,6 @@ struct StatusCommand: Command {
 
     func run(_ console: Console) throws(CommandError) {
         let report = try StatusReport(workspace: workspace)
-        console.out(json ? JSON.render(report.json) : report.text)
+        console.out(json ? JSONWriter.render(report.document) : report.text)
     }
 }
