@@ -11,7 +11,10 @@ package struct HistoryEntry: Codable, Equatable, Sendable {
     package var to: String
     package var source: String
     package var reason: String?
+}
 
+extension HistoryEntry {
+    /// The event as the history's JSON shows it.
     init(_ event: HistoryEvent) {
         time = formatRFC3339(event.time)
         kind = event.kind.rawValue
