@@ -95,7 +95,7 @@ let package = Package(
         .target(name: "SwitchbackFuzzing", dependencies: ["SwitchbackCore", "SwitchbackRemote", "SwitchbackCrypto", "AppVersions"]),
         .executableTarget(name: "switchback-fuzz", dependencies: ["SwitchbackFuzzing"]),
         .testTarget(name: "SwitchbackFuzzingTests", dependencies: ["SwitchbackFuzzing", "SwitchbackCore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore", "SwitchbackBundler"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore", "SwitchbackBundler", "RollbackCtlKit"]),
         .testTarget(name: "SwitchbackCryptoTests", dependencies: ["SwitchbackCrypto"]),
         .testTarget(name: "SwitchbackBundlerTests", dependencies: ["SwitchbackBundler"]),
         .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto"],

@@ -1,4 +1,5 @@
 import Foundation
+import RollbackCtlKit
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -256,9 +257,9 @@ private struct AdoptedApp {
             #expect(server.log.contains("failed 3 starts without being marked good; running the previous slot (1.0.0)"), "\(server.log)")
         }
         let status = try rollbackctl(bundle, state: state, "status", "--json")
-        let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
-        #expect(json?["source"] as? String == "auto", "\(status)")
-        #expect(json?["active_slot"] as? String == "previous", "\(status)")
+        let json = try? JSONDecoder().decode(StatusDocument.self, from: Data(status.stdout.utf8))
+        #expect(json?.source == "auto", "\(status)")
+        #expect(json?.activeSlot == "previous", "\(status)")
     }
 
     // MARK: Running the bundles

@@ -25,8 +25,8 @@ import Testing
         #expect(result.status == 1)
         #expect(result.stderr == "Error: This bundle is a first release: both slots hold the same build (\(t.currentVersion)), so there is nothing to roll back to; ship a fix, or bundle the next release with this one pinned as PreviousVersion. The flag is unchanged.\n")
         let status = try t.status()
-        #expect(status["rollback"] as? Bool == false)
-        #expect(status["first_release"] as? Bool == true)
+        #expect(status.rollback == false)
+        #expect(status.firstRelease == true)
         #expect(try t.rollbackctl("status").stdout.contains("Previous slot: the same build as the current one (a first release): rollbacks are refused until the next release pins this one."))
     }
 
@@ -39,8 +39,8 @@ import Testing
         #expect(next.stdout.hasPrefix(t.greeting(.current)))
         #expect(next.stderr.contains("WARNING: the current build (\(t.currentVersion)) failed 3 starts without being marked good, and this bundle is a first release: both slots hold the same build, so there is nothing to roll back to. Running it anyway; fix it and ship a new release."))
         let status = try t.status()
-        #expect(status["active_slot"] as? String == "current")
-        #expect((status["explanation"] as? String)?.contains("both slots hold it (a first release)") == true)
+        #expect(status.activeSlot == "current")
+        #expect(status.explanation.contains("both slots hold it (a first release)") == true)
     }
 
     @Test func aDataStatePublishedByAnotherBuildIsIgnoredWithANote() throws {
@@ -54,9 +54,9 @@ import Testing
         let text = try t.rollbackctl("status").stdout
         #expect(text.contains("Data: The data state in \(t.state)/data-state is ignored: it was published by 9.9.9 (build feedface) for a rollback to 9.0.0, but this bundle's current build is \(t.currentVersion)"))
         #expect(!text.contains("notes-v9"))
-        let data = try #require(try t.status()["data"] as? [String: Any])
-        #expect(data["published"] as? Bool == false)
-        #expect((data["ignored"] as? String)?.contains("published by 9.9.9") == true)
+        let data = try t.status().data
+        #expect(data.published == false)
+        #expect(data.ignored?.contains("published by 9.9.9") == true)
         // The launcher does not convert data for a floor another build published.
         #expect(try t.rollbackctl("rollback").status == 0)
         let previous = try t.launcher()
@@ -70,8 +70,8 @@ import Testing
         let text = try t.rollbackctl("status").stdout
         #expect(text.contains("Data: the current build does not manage its data with Switchback (it exports no switchback_downgrade); a rollback leaves the data as it is."))
         #expect(!text.contains("no data state published yet"))
-        let data = try #require(try t.status()["data"] as? [String: Any])
-        #expect(data["managed"] as? Bool == false)
+        let data = try t.status().data
+        #expect(data.managed == false)
     }
 
     @Test func theSDKsBundleRecordsThatItManagesItsData() throws {
@@ -86,10 +86,10 @@ import Testing
         let reason = "\"quoted\" back\\slash\ttab /slash ünïcode \u{1}control"
         #expect(try t.rollbackctl("rollback", "--reason", reason).status == 0)
         let status = try t.status()
-        #expect(status["reason"] as? String == reason)
-        #expect(status["rollback"] as? Bool == true)
-        #expect((status["from_build"] as? [String: Any])?["version"] as? String == t.currentVersion)
+        #expect(status.reason == reason)
+        #expect(status.rollback == true)
+        #expect((status.fromBuild)?.version == t.currentVersion)
         let last = try #require(try t.history().last)
-        #expect(last["reason"] as? String == reason)
+        #expect(last.reason == reason)
     }
 }

@@ -41,11 +41,11 @@ import Glibc
         let t = try TestBundle()
         for expected in [2, 1, 0] {
             try Failure.fatalError.start(t)
-            #expect(try t.health("current")["tries_left"] as? Int == expected)
+            #expect(try t.health("current").triesLeft == expected)
         }
         let status = try t.status()
-        #expect(status["active_slot"] as? String == "previous")
-        #expect(status["explanation"] as? String == "The next start runs the previous slot (\(t.previousVersion)) because the current build failed 3 starts without being marked good.")
+        #expect(status.activeSlot == "previous")
+        #expect(status.explanation == "The next start runs the previous slot (\(t.previousVersion)) because the current build failed 3 starts without being marked good.")
 
         let fourth = try t.launcher()
         #expect(fourth.status == 0)
@@ -53,14 +53,14 @@ import Glibc
         #expect(fourth.stderr == "launcher: The current build (\(t.currentVersion)) failed 3 starts without being marked good; running the previous slot (\(t.previousVersion)) instead.\n")
 
         let after = try t.status()
-        #expect(after["rollback"] as? Bool == true)
-        #expect(after["source"] as? String == "auto")
-        #expect(after["reason"] as? String == "the current build (\(t.currentVersion)) failed 3 starts without being marked good")
-        #expect(try t.health("current")["verdict"] as? String == "bad")
-        #expect(try t.health("current")["note"] as? String == "3 starts without a good mark")
+        #expect(after.rollback == true)
+        #expect(after.source == "auto")
+        #expect(after.reason == "the current build (\(t.currentVersion)) failed 3 starts without being marked good")
+        #expect(try t.health("current").verdict == "bad")
+        #expect(try t.health("current").note == "3 starts without a good mark")
         let event = try #require(try t.history().last)
-        #expect(event["source"] as? String == "auto")
-        #expect(event["from"] as? String == "current" && event["to"] as? String == "previous")
+        #expect(event.source == "auto")
+        #expect(event.from == "current" && event.to == "previous")
         #expect(try t.launcher().stderr.isEmpty, "later starts run the previous slot quietly")
         #expect(try t.rollbackctl("status").stdout.contains("current   \(t.currentVersion) build "))
     }
@@ -72,24 +72,24 @@ import Glibc
         let next = try t.launcher()
         #expect(next.stdout.hasPrefix(t.greeting(.previous)))
         #expect(next.stderr.contains("failed 3 starts without being marked good"))
-        #expect(try t.status()["source"] as? String == "auto")
+        #expect(try t.status().source == "auto")
     }
 
     @Test func aStartMarkedGoodStopsTheCounting() throws {
         let t = try TestBundle()
         try Failure.exit1.start(t)
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))  // marks itself good
-        #expect(try t.health("current")["verdict"] as? String == "good")
+        #expect(try t.health("current").verdict == "good")
         for _ in 0..<4 { try Failure.exit1.start(t) }
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))
-        #expect(try t.health("current")["verdict"] as? String == "good")
-        #expect(try t.health("current")["failed_starts"] as? Int == 0)
+        #expect(try t.health("current").verdict == "good")
+        #expect(try t.health("current").failedStarts == 0)
     }
 
     @Test func exitCodeZeroMarksGoodUnlessTheManifestSaysOtherwise() throws {
         let t = try TestBundle()
         #expect(try t.launcher("exit", "0").status == 0)
-        #expect(try t.health("current")["verdict"] as? String == "good")
+        #expect(try t.health("current").verdict == "good")
 
         let strict = try TestBundle()
         try strict.setManifestSetting("trial.good_on_exit_zero", "false")
@@ -108,7 +108,7 @@ import Glibc
             The current build (\(t.currentVersion)) was bad (3 starts without a good mark); it is back on trial with 3 tries.
 
             """)
-        #expect(try t.health("current")["tries_left"] as? Int == 3)
+        #expect(try t.health("current").triesLeft == 3)
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))
     }
 
@@ -128,8 +128,8 @@ import Glibc
             for wait in waits { wait() }
         }
         let health = try t.health("current")
-        #expect(health["tries_left"] as? Int == 10)
-        #expect(health["failed_starts"] as? Int == 30)
+        #expect(health.triesLeft == 10)
+        #expect(health.failedStarts == 30)
     }
 
     @Test func markBadMovesTheFlagAndMarkGoodStopsCounting() throws {
@@ -138,11 +138,11 @@ import Glibc
         #expect(bad.status == 0)
         #expect(bad.stdout == "Marked the current build (\(t.currentVersion)) bad.\nThe next start runs the previous slot (\(t.previousVersion)).\n")
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
-        #expect(try t.status()["source"] as? String == "cli")
+        #expect(try t.status().source == "cli")
 
         let good = try t.rollbackctl("mark-good", "current")
         #expect(good.stdout == "Marked the current build (\(t.currentVersion)) good: its starts are no longer counted.\n")
-        #expect(try t.health("current")["verdict"] as? String == "good")
+        #expect(try t.health("current").verdict == "good")
 
         let wrong = try t.rollbackctl("mark-good", "newest")
         #expect(wrong.status == 64)
@@ -175,7 +175,7 @@ import Glibc
         #expect(result.stdout.hasPrefix(t.greeting(.current)))
         #expect(result.stderr == "launcher: WARNING: the current build (\(t.currentVersion)) failed 3 starts without being marked good, but automatic rollback will not switch to the previous build (\(t.previousVersion)), which was rejected: marked bad with rollbackctl. Running the current slot anyway. Fix the current build, or run 'rollbackctl rollback' to run \(t.previousVersion) again.\n")
         // Every later start and status say so too.
-        #expect((try t.status()["warning"] as? String)?.contains("but automatic rollback will not switch to the previous build (\(t.previousVersion))") == true)
+        #expect(try t.status().warning?.contains("but automatic rollback will not switch to the previous build (\(t.previousVersion))") == true)
         #expect(try t.launcher().stderr.contains("WARNING: the current build (\(t.currentVersion)) is marked bad (3 starts without a good mark), but automatic rollback will not switch"))
     }
 }

@@ -56,7 +56,7 @@ import Glibc
         #expect(run.maxRSSKilobytes < Self.memoryLimitKilobytes, "peak RSS \(run.maxRSSKilobytes) KB")
         #expect(baseline.maxRSSKilobytes < Self.memoryLimitKilobytes, "baseline peak RSS \(baseline.maxRSSKilobytes) KB")
         let remote = try fleet.remote()
-        #expect(remote["code"] as? String == expected.code)
+        #expect(remote.code == expected.code)
         #expect((try? String(contentsOfFile: t.state + "/state", encoding: .utf8)) == stateBefore)
         #expect(try fleet.activeSlot() == "current")
     }

@@ -75,16 +75,16 @@ import Testing
         #expect(!result.stdout.contains("WRONG BUILD RAN"))
 
         let event = try #require(try t.history().last)
-        #expect(event["kind"] as? String == "fallback")
-        #expect(event["from"] as? String == "current")
-        #expect(event["to"] as? String == "previous")
-        #expect((event["reason"] as? String)?.hasPrefix(message) == true)
+        #expect(event.kind == "fallback")
+        #expect(event.from == "current")
+        #expect(event.to == "previous")
+        #expect(event.reason?.hasPrefix(message) == true)
 
         let status = try t.status()
         if ![.noSymbol, .wrongABI, .unresolvedSymbol].contains(breakage) {
             // status sees the failures that need no loading, and says the launcher falls back.
-            #expect(status["active_slot"] as? String == "previous")
-            #expect((status["explanation"] as? String)?.contains("because the current slot cannot run (") == true)
+            #expect(status.activeSlot == "previous")
+            #expect(status.explanation.contains("because the current slot cannot run (") == true)
         }
     }
 

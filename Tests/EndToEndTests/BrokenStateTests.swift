@@ -44,9 +44,9 @@ import Testing
         #expect(result.stderr.hasSuffix("; assuming the last choice in the history (previous, set by cli); run 'rollbackctl rollback' or 'rollbackctl rollforward' to write a fresh one.\n"))
 
         let status = try t.status()
-        #expect(status["active_slot"] as? String == "previous")
-        #expect((status["state_problem"] as? String)?.hasPrefix(found) == true)
-        #expect(status["reason"] as? String == "operator's choice")
+        #expect(status.activeSlot == "previous")
+        #expect(status.stateProblem?.hasPrefix(found) == true)
+        #expect(status.reason == "operator's choice")
 
         let forward = try t.rollbackctl("rollforward")
         if damage == .newerFormat {

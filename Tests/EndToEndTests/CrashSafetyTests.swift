@@ -75,8 +75,8 @@ import Glibc
         }
         try expectValidState(t, "concurrent writers")
         try expectCompleteHistory(t)
-        let switches = try t.history().filter { $0["kind"] as? String == "switch" }
+        let switches = try t.history().filter { $0.kind == "switch" }
         #expect(switches.count >= 2, "at least the first rollback and the last rollforward")
-        #expect(try t.status()["active_slot"] as? String == "current")
+        #expect(try t.status().activeSlot == "current")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RollbackCtlKit
 import SwitchbackCore
 import Testing
 #if canImport(Glibc)
@@ -31,8 +32,8 @@ import Glibc
         try #require(result.status == 0, "note add: \(result)")
     }
 
-    static func data(_ t: TestBundle) throws -> [String: Any] {
-        try #require(try t.status()["data"] as? [String: Any])
+    static func data(_ t: TestBundle) throws -> StatusDocument.DataStatus {
+        try t.status().data
     }
 
     /// The notes in an archived (or any) data directory, whichever format it holds.
@@ -60,9 +61,9 @@ import Glibc
         try Self.add(t, "new three")
         #expect(Self.noteFiles(t) == ["notes.v2"], "the current build migrated the notes")
         let before = try Self.data(t)
-        #expect(before["reader_floor"] as? String == t.currentVersion)
-        #expect(before["rollback_plan"] as? String == "revert")
-        #expect(before["rollback_data_safe"] as? Bool == true)
+        #expect(before.readerFloor == t.currentVersion)
+        #expect(before.rollbackPlan == "revert")
+        #expect(before.rollbackDataSafe == true)
         #expect(try t.rollbackctl("status").stdout.contains("Data: a rollback to \(t.previousVersion) is data-safe now: the revert of notes-v2 runs first."))
 
         let back = try t.rollbackctl("rollback")
@@ -77,20 +78,20 @@ import Glibc
         #expect(try Self.notes(t) == ["old one", "old two", "new three"])
 
         let events = try t.history()
-        let revert = try #require(events.first { $0["kind"] as? String == "revert" })
-        #expect(revert["source"] as? String == "cli")
-        #expect(revert["from"] as? String == "current" && revert["to"] as? String == "previous")
-        #expect((revert["reason"] as? String)?.hasPrefix("step notes-v2 reverted so \(t.previousVersion) can read the data") == true)
-        #expect(events.last?["kind"] as? String == "switch", "the revert comes before the switch")
+        let revert = try #require(events.first { $0.kind == "revert" })
+        #expect(revert.source == "cli")
+        #expect(revert.from == "current" && revert.to == "previous")
+        #expect(revert.reason?.hasPrefix("step notes-v2 reverted so \(t.previousVersion) can read the data") == true)
+        #expect(events.last?.kind == "switch", "the revert comes before the switch")
         let after = try Self.data(t)
-        #expect(after["reader_floor"] is NSNull)
-        #expect(after["rollback_plan"] as? String == "none")
+        #expect(after.readerFloor == nil)
+        #expect(after.rollbackPlan == "none")
 
         try Self.add(t, "old four")
         #expect(try t.rollbackctl("rollforward").status == 0)
         #expect(try Self.notes(t) == ["old one", "old two", "new three", "old four"])
         #expect(Self.noteFiles(t) == ["notes.v2"])
-        #expect(try Self.data(t)["reader_floor"] as? String == t.currentVersion)
+        #expect(try Self.data(t).readerFloor == t.currentVersion)
     }
 
     @Test func markBadOfTheCurrentBuildRevertsBeforeItSwitches() throws {
@@ -112,15 +113,15 @@ import Glibc
         #expect(try t.rollbackctl("rollback").status == 0)
         try Self.add(t, "by hand", ["SWITCHBACK_SLOT": "current"])
         #expect(Self.noteFiles(t) == ["notes.v2"])
-        #expect(try Self.data(t)["reader_floor"] as? String == t.currentVersion)
+        #expect(try Self.data(t).readerFloor == t.currentVersion)
 
         let next = try t.launcher("note", "list")
         #expect(next.status == 0)
         #expect(next.stdout == "one\nby hand\n")
         #expect(Self.noteFiles(t) == ["notes.txt"])
-        let revert = try #require(try t.history().last { $0["kind"] as? String == "revert" })
-        #expect(revert["source"] as? String == "auto")
-        #expect((revert["reason"] as? String)?.contains("the data's reader floor \(t.currentVersion) is above the previous build (\(t.previousVersion))") == true)
+        let revert = try #require(try t.history().last { $0.kind == "revert" })
+        #expect(revert.source == "auto")
+        #expect(revert.reason?.contains("the data's reader floor \(t.currentVersion) is above the previous build (\(t.previousVersion))") == true)
     }
 
     // MARK: - Automatic rollback
@@ -140,9 +141,9 @@ import Glibc
         #expect(fourth.stderr.contains("failed 3 starts without being marked good; running the previous slot"))
         #expect(Self.noteFiles(t) == ["notes.txt"])
         let status = try t.status()
-        #expect(status["rollback"] as? Bool == true && status["source"] as? String == "auto")
-        let revert = try #require(try t.history().first { $0["kind"] as? String == "revert" })
-        #expect(revert["source"] as? String == "auto")
+        #expect(status.rollback == true && status.source == "auto")
+        let revert = try #require(try t.history().first { $0.kind == "revert" })
+        #expect(revert.source == "auto")
 
         try Self.add(t, "old four")
         let forward = try t.rollbackctl("rollforward")
@@ -162,7 +163,7 @@ import Glibc
         #expect(fourth.stdout == "old\nnew\n", "the current build runs, on its own data")
         #expect(fourth.stderr.contains("The current build (\(t.currentVersion)) failed 3 starts without being marked good, but it stays: The previous build (\(t.previousVersion)) cannot read the data the current build (\(t.currentVersion)) left, and it cannot be converted back: "), "\(fourth.stderr)")
         #expect(fourth.stderr.contains("Run 'rollbackctl rollback --force' to archive the data"))
-        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.status().rollback == false)
         #expect(Self.noteFiles(t) == ["notes.v2"])
     }
 
@@ -181,9 +182,9 @@ import Glibc
         #expect(app.stderr.contains("crashed 3 times within 60 s after it was marked good; starting the previous slot"))
         #expect(try Self.notes(t) == ["old one", "new two"])
         #expect(Self.noteFiles(t) == ["notes.txt"])
-        let revert = try #require(try t.history().first { $0["kind"] as? String == "revert" })
-        #expect(revert["source"] as? String == "auto")
-        #expect((revert["reason"] as? String)?.contains("crashed 3 times") == true)
+        let revert = try #require(try t.history().first { $0.kind == "revert" })
+        #expect(revert.source == "auto")
+        #expect(revert.reason?.contains("crashed 3 times") == true)
     }
 
     // MARK: - Remote directive
@@ -203,8 +204,8 @@ import Glibc
         #expect(back.stdout.contains("Data: reverted migration step notes-v2 so that \(t.previousVersion) can read it."))
         #expect(try Self.notes(t) == ["old one", "new two"])
         #expect(Self.noteFiles(t) == ["notes.txt"])
-        let revert = try #require(try t.history().first { $0["kind"] as? String == "revert" })
-        #expect(revert["source"] as? String == "remote")
+        let revert = try #require(try t.history().first { $0.kind == "revert" })
+        #expect(revert.source == "remote")
 
         try Self.add(t, "old three")
         try fleet.publish("current", serial: 2)
@@ -228,9 +229,9 @@ import Glibc
         #expect(result.status == 1)
         #expect(result.stderr.hasPrefix("Error: Directive serial 1 is authentic but was not applied: The previous build (\(t.previousVersion)) cannot read the data"), "\(result.stderr)")
         let remote = try fleet.remote()
-        #expect(remote["code"] as? String == "data_not_downgradable")
-        #expect(remote["accepted_serial"] is NSNull, "the next sync tries again")
-        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(remote.code == "data_not_downgradable")
+        #expect(remote.acceptedSerial == nil, "the next sync tries again")
+        #expect(try t.status().rollback == false)
         #expect(Self.noteFiles(t) == ["notes.v2"])
     }
 
@@ -242,7 +243,7 @@ import Glibc
         try Self.add(t, "old", env.merging(["SWITCHBACK_SLOT": "previous"]) { $1 })
         try Self.add(t, "new one", env)
         try Self.add(t, "new two", env)
-        #expect(try Self.data(t)["rollback_plan"] as? String == "restore")
+        #expect(try Self.data(t).rollbackPlan == "restore")
 
         let back = try t.run(t.bundle + "/bin/rollbackctl", ["rollback"], environment: env)
         #expect(back.status == 0, "\(back)")
@@ -254,12 +255,12 @@ import Glibc
         #expect(try Self.notes(t, env) == ["old"], "the previous version reads the data as it was before the step")
 
         let data = try Self.data(t)
-        let last = try #require(data["last_archive"] as? [String: Any])
-        #expect(last["kind"] as? String == "restore")
-        #expect((last["reason"] as? String)?.contains(archive) == true)
+        let last = try #require(data.lastArchive)
+        #expect(last.kind == "restore")
+        #expect(last.reason?.contains(archive) == true)
         #expect(try t.rollbackctl("status").stdout.contains("Data: last restore on "))
-        let restore = try #require(try t.history().first { $0["kind"] as? String == "restore" })
-        #expect((restore["reason"] as? String)?.hasSuffix("the newer data is archived at \(archive)") == true)
+        let restore = try #require(try t.history().first { $0.kind == "restore" })
+        #expect(restore.reason?.hasSuffix("the newer data is archived at \(archive)") == true)
 
         // Rolling forward migrates what the previous version has; the archive stays.
         #expect(try t.rollbackctl("rollforward").status == 0)
@@ -277,8 +278,8 @@ import Glibc
         try FileManager.default.removeItem(atPath: t.state + "/data-state")
         _ = try t.launcher(environment: env)
         let data = try Self.data(t)
-        #expect(data["rollback_plan"] as? String == "refused")
-        #expect(data["rollback_data_safe"] as? Bool == false)
+        #expect(data.rollbackPlan == "refused")
+        #expect(data.rollbackDataSafe == false)
         #expect(try t.rollbackctl("status").stdout.contains("Data: a rollback to \(t.previousVersion) is NOT data-safe now"))
 
         let refused = try t.run(t.bundle + "/bin/rollbackctl", ["rollback"], environment: env)
@@ -286,7 +287,7 @@ import Glibc
         #expect(refused.stdout.isEmpty)
         #expect(refused.stderr.hasPrefix("Error: The previous build (\(t.previousVersion)) cannot read the data the current build (\(t.currentVersion)) left, and it cannot be converted back: "))
         #expect(refused.stderr.hasSuffix("Run 'rollbackctl rollback --force' to archive the data and roll back with it empty, or stay on \(t.currentVersion).\n"))
-        #expect(try t.status()["rollback"] as? Bool == false, "the flag is unchanged")
+        #expect(try t.status().rollback == false, "the flag is unchanged")
         #expect(Self.noteFiles(t) == ["notes.v2"], "the data is unchanged")
 
         let forced = try t.run(t.bundle + "/bin/rollbackctl", ["rollback", "--force"], environment: env)
@@ -297,8 +298,8 @@ import Glibc
         #expect(Self.notes(inDirectory: archive) == ["old", "new"])
         #expect(forced.stdout.hasSuffix("Rolled back: the next start runs the previous slot (\(t.previousVersion)).\n"))
         #expect(try Self.notes(t, env).isEmpty, "the previous build starts with no data")
-        let event = try #require(try t.history().first { $0["kind"] as? String == "archive" })
-        #expect((event["reason"] as? String)?.contains(archive) == true)
+        let event = try #require(try t.history().first { $0.kind == "archive" })
+        #expect(event.reason?.contains(archive) == true)
     }
 
     @Test func rollbackHelpDocumentsForce() throws {
@@ -317,7 +318,7 @@ import Glibc
         let failed = try t.rollbackctl("rollback")
         #expect(failed.status == 1)
         #expect(failed.stderr == "Error: Converting the data back for the previous build (\(t.previousVersion)) failed: undoing migration step \"notes-v2\" failed: cannot convert \(t.state)/data/notes.v2 back to \(t.state)/data/notes.txt. Nothing was switched; fix the cause and run 'rollbackctl rollback' again (it resumes where it stopped).\n")
-        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.status().rollback == false)
         #expect(FileManager.default.fileExists(atPath: t.state + "/data/notes.v2"), "the notes are where they were")
         #expect(try Self.notes(t) == ["one"], "the current build still reads them")
 
@@ -336,7 +337,7 @@ import Glibc
         #expect(refused.status == 1)
         #expect(refused.stderr.hasPrefix("Error: The current build (\(t.currentVersion)) could not be loaded to convert its data back for \(t.previousVersion): The current slot at \(t.slotPath(.current)) is truncated"), "\(refused.stderr)")
         #expect(refused.stderr.hasSuffix("Run 'rollbackctl rollback --force' to switch without converting the data.\n"))
-        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.status().rollback == false)
 
         let forced = try t.rollbackctl("rollback", "--force")
         #expect(forced.status == 0)
@@ -356,7 +357,7 @@ import Glibc
         try FileManager.default.removeItem(atPath: t.state + "/data.versions/snapshots")
         try FileManager.default.removeItem(atPath: t.state + "/data-state")
         _ = try t.launcher(environment: noRevert.merging(["SWITCHBACK_SLOT": "current"]) { $1 })
-        try #require(try data(t)["rollback_plan"] as? String == "refused")
+        try #require(try data(t).rollbackPlan == "refused")
     }
 
     @Test func aForcedPreviousSlotStopsRatherThanMisreadTheData() throws {
@@ -378,7 +379,7 @@ import Glibc
         #expect(result.stdout == "old\nnew\n", "the current build runs, on its own data")
         #expect(result.stderr.hasPrefix("launcher: The previous build (\(t.previousVersion)) cannot read the data"), "\(result.stderr)")
         #expect(result.stderr.hasSuffix("Running the current slot (\(t.currentVersion)) instead.\n"))
-        #expect(try t.status()["rollback"] as? Bool == true, "the flag is the operator's; it stays")
+        #expect(try t.status().rollback == true, "the flag is the operator's; it stays")
     }
 
     @Test func markBadThatWouldStrandTheDataMarksButDoesNotSwitch() throws {
@@ -388,8 +389,8 @@ import Glibc
         #expect(result.status == 1)
         #expect(result.stdout == "Marked the current build (\(t.currentVersion)) bad.\n")
         #expect(result.stderr.hasPrefix("Error: The previous build (\(t.previousVersion)) cannot read the data"))
-        #expect(try t.health("current")["verdict"] as? String == "bad")
-        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.health("current").verdict == "bad")
+        #expect(try t.status().rollback == false)
         #expect(Self.noteFiles(t) == ["notes.v2"])
     }
 

@@ -79,7 +79,7 @@ import Glibc
             // The next start, on whichever slot the flag now names.
             let listed = try DataSafeRollbackTests.notes(t, env)
             let files = DataSafeRollbackTests.noteFiles(t)
-            let rolledBack = try t.status()["rollback"] as? Bool == true
+            let rolledBack = try t.status().rollback == true
             try #require(files == [rolledBack ? "notes.txt" : "notes.v2"],
                          "round \(round): the data is mixed or in the wrong format: \(files), rolled back: \(rolledBack)")
             if restore {

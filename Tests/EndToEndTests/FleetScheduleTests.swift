@@ -67,7 +67,7 @@ import Glibc
 
         #expect(try t.launcher("version").status == 0)
         #expect(waitUntil(seconds: 30) { server.requestTimes().count == 1 })
-        #expect(waitUntil(seconds: 30) { (try? fleet.remote()["outcome"] as? String) == "unreachable" })
+        #expect(waitUntil(seconds: 30) { (try? fleet.remote().outcome) == "unreachable" })
         // Starts keep coming; the retry comes between the floor and twice the floor, never
         // after the hour the interval would have waited.
         var starts = 0
@@ -99,11 +99,11 @@ import Glibc
         // Published after the check: the next starts are within the interval and do not fetch.
         try fleet.publish("current", serial: 2)
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
-        #expect(try fleet.remote()["accepted_serial"] as? Int == 1)
+        #expect(try fleet.remote().acceptedSerial == 1)
         // Due again (the marker dated past): the start fetches and applies it before running.
         try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-1)], ofItemAtPath: t.state + "/remote.attempt")
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))
-        #expect(try fleet.remote()["accepted_serial"] as? Int == 2)
+        #expect(try fleet.remote().acceptedSerial == 2)
     }
 
     @Test func theWaitingSyncHoldsNothingTheStartLeftOpen() throws {

@@ -30,7 +30,7 @@ import Glibc
         return nil
     }
 
-    static func kinds(_ t: TestBundle) throws -> [String] { try t.history().compactMap { $0["kind"] as? String } }
+    static func kinds(_ t: TestBundle) throws -> [String] { try t.history().compactMap { $0.kind } }
 
     // MARK: - Zero downtime
 
@@ -95,10 +95,10 @@ import Glibc
         #expect(app.stderr.contains("The switch to the previous slot (\(t.previousVersion)) did not happen: it was not ready within 3 s; the current slot (\(t.currentVersion)) keeps serving."), "\(app.stderr)")
         let kinds = try Self.kinds(t)
         #expect(kinds.contains("hung_start") && kinds.contains("switch_failed"), "\(kinds)")
-        let failure = try #require((try t.status()["supervisor"] as? [String: Any])?["switch_failure"] as? [String: Any])
-        #expect(failure["slot"] as? String == "previous")
+        let failure = try #require((try t.status().supervisor)?.switchFailure)
+        #expect(failure.slot == "previous")
         #expect(try t.rollbackctl("status").stdout.contains("Last switch: The switch to the previous slot (\(t.previousVersion)) did not happen"))
-        #expect(try t.health("previous")["failed_starts"] as? Int == 1, "the hung start used a try")
+        #expect(try t.health("previous").failedStarts == 1, "the hung start used a try")
     }
 
     // MARK: - Settings that cannot work
@@ -140,9 +140,9 @@ import Glibc
         #expect(seconds >= 3.9 && seconds <= 5, "stopped after \(seconds) s; the deadline is 4 s")
         // Three tries, each stopped at its deadline, then the previous slot serves.
         #expect(waitUntil(seconds: 90) { Self.version(port) == t.previousVersion }, "\(app.stderr)")
-        let hung = try t.history().filter { $0["kind"] as? String == "hung_start" }
-        #expect(hung.count == 3 && hung.allSatisfy { $0["to"] as? String == "current" }, "\(hung)")
-        #expect(try t.health("current")["verdict"] as? String == "bad")
+        let hung = try t.history().filter { $0.kind == "hung_start" }
+        #expect(hung.count == 3 && hung.allSatisfy { $0.to == "current" }, "\(hung)")
+        #expect(try t.health("current").verdict == "bad")
     }
 
     @Test func aMigrationLongerThanTheDeadlineExtendsItAndCompletes() throws {
@@ -152,7 +152,7 @@ import Glibc
         #expect(waitUntil(seconds: 60) { Self.version(port) == t.currentVersion }, "\(app.stderr)")
         #expect(!app.stderr.contains("was not ready within"), "\(app.stderr)")
         #expect(try !Self.kinds(t).contains("hung_start"))
-        #expect(try t.health("current")["verdict"] as? String == "good")
+        #expect(try t.health("current").verdict == "good")
     }
 
     // MARK: - Readiness probes
@@ -184,8 +184,8 @@ import Glibc
         }
         #expect(app.wait(upTo: 10) { app.record?.childReady == true }, "\(app.stderr)")
         let health = try t.health("current")
-        #expect(health["verdict"] as? String == "good")
-        #expect((health["note"] as? String)?.hasPrefix("ready: ") == true, "\(health)")
+        #expect(health.verdict == "good")
+        #expect(health.note?.hasPrefix("ready: ") == true, "\(health)")
     }
 
     @Test func aChildMustStayUpForTheMinimumTimeToBeReady() throws {

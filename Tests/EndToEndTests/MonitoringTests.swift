@@ -203,7 +203,7 @@ import Glibc
         #expect(back.stderr.hasPrefix("Warning: the metrics file \(file)"), "\(back)")
         #expect(back.stderr.contains("failed: No such file or directory); create \(missing) or rebuild the bundle with scripts/bundle --metrics-dir DIR. The switch itself is done.\n"), "\(back)")
         #expect(back.stderr.split(separator: "\n").count == 1, "one sentence: \(back)")
-        #expect(try t.status()["active_slot"] as? String == "previous")
+        #expect(try t.status().activeSlot == "previous")
     }
 
     @Test func theMetricsFileIsWorldReadableWhateverTheUmask() throws {
@@ -226,7 +226,7 @@ import Glibc
         #expect(back.stderr.hasPrefix("Warning: the metrics file \(file)"), "\(back)")
         #expect(back.stderr.hasSuffix(".prom was not written: The metrics directory \(directory) is writable by other users (owner uid \(geteuid()), mode 777); refusing to trust it: run 'chmod go-w \(directory)'. The switch itself is done.\n"), "\(back)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty, "nothing is written there")
-        #expect(try t.status()["active_slot"] as? String == "previous")
+        #expect(try t.status().activeSlot == "previous")
     }
 
     @Test func withoutAJournalSocketTheSwitchIsUnchanged() throws {
@@ -234,6 +234,6 @@ import Glibc
         let back = try t.rollbackctl("rollback", environment: ["SWITCHBACK_JOURNAL_SOCKET": t.directory + "/no-such-socket"])
         #expect(back.status == 0)
         #expect(back.stderr.isEmpty)
-        #expect(try t.status()["active_slot"] as? String == "previous")
+        #expect(try t.status().activeSlot == "previous")
     }
 }

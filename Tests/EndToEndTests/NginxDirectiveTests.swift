@@ -67,7 +67,7 @@ import Glibc
         for _ in 0..<firstSyncs {
             let (result, _) = try fleet.sync()
             try #require(result.status == 0, "\(result)")
-            outcomes.append(try fleet.remote()["outcome"] as? String ?? "?")
+            outcomes.append(try fleet.remote().outcome ?? "?")
         }
         try #require(try fleet.activeSlot() == "previous")
         let before = try secondAndSize(path)
@@ -86,8 +86,8 @@ import Glibc
             let (result, _) = try fleet.sync()
             #expect(result.status == 0, "\(result)")
             let remote = try fleet.remote()
-            outcomes.append(remote["outcome"] as? String ?? "?")
-            if remote["accepted_serial"] as? Int == 101 { return (count, outcomes) }
+            outcomes.append(remote.outcome ?? "?")
+            if remote.acceptedSerial == 101 { return (count, outcomes) }
         }
         return (limit + 1, outcomes)
     }
@@ -133,10 +133,10 @@ import Glibc
         let (seen, _) = try fleet.sync()
         #expect(seen.status == 0, "\(seen)")
         var remote = try fleet.remote()
-        #expect(remote["outcome"] as? String == "not_applicable")
-        #expect(remote["code"] as? String == "outside_rollout")
-        #expect(remote["highest_seen_serial"] as? Int == 20)
-        #expect(remote["accepted_serial"] is NSNull)
+        #expect(remote.outcome == "not_applicable")
+        #expect(remote.code == "outside_rollout")
+        #expect(remote.highestSeenSerial == 20)
+        #expect(remote.acceptedSerial == nil)
 
         try FileManager.default.removeItem(atPath: fleet.www + "/directive.json")
         try FileManager.default.moveItem(atPath: replay, toPath: fleet.www + "/directive.json")
@@ -146,10 +146,10 @@ import Glibc
         #expect(result.status == 1)
         #expect(result.stderr == "Error: \(reason)\n")
         remote = try fleet.remote()
-        #expect(remote["outcome"] as? String == "refused")
-        #expect(remote["code"] as? String == "replayed_serial")
-        #expect(remote["reason"] as? String == reason)
-        #expect(remote["consecutive_failures"] as? Int == 1)
+        #expect(remote.outcome == "refused")
+        #expect(remote.code == "replayed_serial")
+        #expect(remote.reason == reason)
+        #expect(remote.consecutiveFailures == 1)
         #expect(try fleet.activeSlot() == "current")
         #expect((try? String(contentsOfFile: t.state + "/state", encoding: .utf8)) == stateBefore)
     }
@@ -165,9 +165,9 @@ import Glibc
         let (applied, _) = try fleet.sync()
         #expect(applied.status == 0, "\(applied)")
         var remote = try fleet.remote()
-        #expect(remote["stale"] as? Bool == false)
-        let expiry = try #require(remote["held_expires_at"] as? String)
-        #expect(remote["last_verified_at"] is String)
+        #expect(remote.stale == false)
+        let expiry = try #require(remote.heldExpiresAt)
+        #expect(remote.lastVerifiedAt != nil)
         #expect(try fleet.activeSlot() == "previous")
 
         // The directive expires; the mirror answers every conditional request 304.
@@ -175,11 +175,11 @@ import Glibc
         let (frozen, _) = try fleet.sync()
         #expect(frozen.status == 0, "\(frozen)")
         remote = try fleet.remote()
-        #expect(remote["outcome"] as? String == "unchanged")
-        #expect(remote["stale"] as? Bool == true)
-        #expect(remote["stale_cause"] as? String == "held_directive_expired")
-        #expect(remote["stale_since"] as? String == expiry)
-        let sentence = try #require(remote["stale_reason"] as? String)
+        #expect(remote.outcome == "unchanged")
+        #expect(remote.stale == true)
+        #expect(remote.staleCause == "held_directive_expired")
+        #expect(remote.staleSince == expiry)
+        let sentence = try #require(remote.staleReason)
         #expect(sentence.hasPrefix("Stale: the directive this install holds expired at "))
         #expect(sentence.contains("rollbackctl sign --renew"))
         #expect(frozen.stderr == "Warning: \(sentence)\n")
@@ -190,11 +190,11 @@ import Glibc
         // the history holds the episode once.
         let (expired, _) = try fleet.sync()
         #expect(expired.status == 1)
-        #expect(try fleet.remote()["code"] as? String == "expired")
-        #expect(try fleet.remote()["stale"] as? Bool == true)
-        let staleEvents = try t.history().filter { $0["kind"] as? String == "remote_stale" }
+        #expect(try fleet.remote().code == "expired")
+        #expect(try fleet.remote().stale == true)
+        let staleEvents = try t.history().filter { $0.kind == "remote_stale" }
         #expect(staleEvents.count == 1)
-        #expect(staleEvents.first?["reason"] as? String == sentence)
+        #expect(staleEvents.first?.reason == sentence)
         #expect(try fleet.activeSlot() == "previous")
     }
 
@@ -241,9 +241,9 @@ import Glibc
         let (fresh, _) = try fleet.sync()
         #expect(fresh.status == 0, "\(fresh)")
         let remote = try fleet.remote()
-        #expect(remote["accepted_serial"] as? Int == serial)
-        #expect(remote["held_expires_at"] as? String == expires)
-        #expect(remote["stale"] as? Bool == false)
+        #expect(remote.acceptedSerial == UInt64(serial))
+        #expect(remote.heldExpiresAt == expires)
+        #expect(remote.stale == false)
         #expect(try fleet.activeSlot() == "previous")
         #expect(try t.history().count == historyBefore, "a renewal in force is not a switch")
     }

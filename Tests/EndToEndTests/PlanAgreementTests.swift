@@ -128,25 +128,23 @@ import Glibc
             let situation = try apply(&g)
             let environment = situation.forced.map { ["SWITCHBACK_SLOT": $0] } ?? [:]
             let what = "seed \(seed), situation \(index): \(situation)"
-            let statusRun = try t.rollbackctl("status", "--json", environment: environment)
-            try #require(statusRun.status == 0, "\(what): status failed: \(statusRun)")
-            let status = try #require(try JSONSerialization.jsonObject(with: Data(statusRun.stdout.utf8)) as? [String: Any])
+            let status = try t.status(environment: environment)
             let start = try t.launcher("version", environment: environment)
-            if let slot = status["active_slot"] as? String {
+            if let slot = status.activeSlot {
                 ran += 1
                 let version = slot == "current" ? current.version : previous.version
                 // The app of that slot ran: it printed its version, or (in a state directory
                 // it does not trust either) refused its data naming its version.
                 let appRan = start.status == 0 ? start.stdout == version + "\n"
                     : start.status == 1 && start.stderr.contains("Error: the app (version \(version)) could not prepare its data")
-                #expect(appRan, "\(what): status said \(slot) (\(status["reason_code"] ?? "")), the launcher: \(start)")
+                #expect(appRan, "\(what): status said \(slot) (\(status.reasonCode)), the launcher: \(start)")
             } else {
                 refused += 1
-                let refusal = try #require(status["refusal"] as? String, "\(what): active_slot null without a refusal")
+                let refusal = try #require(status.refusal, "\(what): active_slot null without a refusal")
                 #expect(start.status == 70, "\(what): status refused (\(refusal)), the launcher: \(start)")
                 let last = start.stderr.split(separator: "\n").last.map(String.init)
                 #expect(last == "launcher: \(refusal)", "\(what): \(start)")
-                #expect((status["explanation"] as? String)?.hasSuffix(refusal) == true)
+                #expect(status.explanation.hasSuffix(refusal))
             }
             if situation.untrusted { try shell("chmod", "700", t.state) }
         }
@@ -167,6 +165,6 @@ import Glibc
         #expect(fourth.stdout == "old\nnew\n")
         let c = t.currentVersion, p = t.previousVersion
         #expect(fourth.stderr == "launcher: The current build (\(c)) failed 3 starts without being marked good, but it stays: The previous build (\(p)) cannot read the data the current build (\(c)) left, and it cannot be converted back: migration step \"notes-v2\" has neither a revert nor a snapshot to undo it with. Run 'rollbackctl rollback --force' to archive the data and roll back with it empty, or stay on \(c).\n")
-        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.status().rollback == false)
     }
 }

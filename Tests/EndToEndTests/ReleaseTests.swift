@@ -21,9 +21,9 @@ import Testing
         // The 1.3.0 bundle's previous slot is the very build the operator rolled back from.
         #expect(try t.manifestValue("previous.sha256") == rejected)
         let status = try t.status()
-        #expect(status["active_slot"] as? String == "current")
-        #expect((status["explanation"] as? String)?.contains("because release 1.3.0 (SHA-256 ") == true)
-        #expect((status["explanation"] as? String)?.contains("superseded an operator's rollback of ") == true)
+        #expect(status.activeSlot == "current")
+        #expect(status.explanation.contains("because release 1.3.0 (SHA-256 ") == true)
+        #expect(status.explanation.contains("superseded an operator's rollback of ") == true)
 
         let first = try t.launcher()
         #expect(first.status == 0)
@@ -33,16 +33,16 @@ import Testing
         #expect(first.stderr.hasSuffix("; running it on trial.\n"))
 
         let after = try t.status()
-        #expect(after["rollback"] as? Bool == false)
-        #expect(after["source"] as? String == "default")
+        #expect(after.rollback == false)
+        #expect(after.source == "default")
         let current = try t.health("current"), previous = try t.health("previous")
-        #expect(current["verdict"] as? String == "good")  // the greeting exits 0
-        #expect(previous["verdict"] as? String == "bad")
-        #expect(previous["marked_by"] as? String == "cli")
-        #expect((previous["note"] as? String) == "an operator rolled back from it: 1.2.0 corrupts exports")
-        let release = try #require(try t.history().last { $0["kind"] as? String == "release" })
-        #expect((release["reason"] as? String)?.hasPrefix("release 1.3.0 (SHA-256 ") == true)
-        #expect(release["source"] as? String == "default")
+        #expect(current.verdict == "good")  // the greeting exits 0
+        #expect(previous.verdict == "bad")
+        #expect(previous.markedBy == "cli")
+        #expect((previous.note) == "an operator rolled back from it: 1.2.0 corrupts exports")
+        let release = try #require(try t.history().last { $0.kind == "release" })
+        #expect(release.reason?.hasPrefix("release 1.3.0 (SHA-256 ") == true)
+        #expect(release.source == "default")
         // Recorded once: the next start says nothing.
         #expect(try t.launcher().stderr == "")
     }
@@ -51,12 +51,12 @@ import Testing
         let t = try TestBundle(release: "1.2.0")
         let markBad = try t.rollbackctl("mark-bad", "current")
         #expect(markBad.status == 0, "\(markBad.stderr)")
-        #expect(try t.status()["active_slot"] as? String == "previous")
+        #expect(try t.status().activeSlot == "previous")
 
         try t.deploy(Self.release130)
         let previous = try t.health("previous")
-        #expect(previous["verdict"] as? String == "bad")
-        #expect(previous["note"] as? String == "marked bad with rollbackctl")
+        #expect(previous.verdict == "bad")
+        #expect(previous.note == "marked bad with rollbackctl")
         let text = try t.rollbackctl("status")
         #expect(text.stdout.contains("previous  1.2.0 build "))
         #expect(text.stdout.contains(": ok, bad (marked bad with rollbackctl)"))
@@ -67,8 +67,8 @@ import Testing
         #expect(fourth.stdout.hasPrefix("Hello from the Switchback sample app, version 1.3.0 (current slot)"))
         #expect(fourth.stderr.contains("WARNING: the current build (1.3.0) failed 3 starts without being marked good, but automatic rollback will not switch to the previous build (1.2.0), which was rejected: marked bad with rollbackctl."))
         #expect(fourth.stderr.contains("run 'rollbackctl rollback' to run 1.2.0 again"))
-        #expect(try t.status()["warning"] as? String != nil)
-        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.status().warning != nil)
+        #expect(try t.status().rollback == false)
     }
 
     @Test func redeployingTheSameBundleKeepsTheRollback() throws {
@@ -78,7 +78,7 @@ import Testing
         let start = try t.launcher()
         #expect(start.stdout.hasPrefix("Hello from the Switchback sample app, version 1.1.0 (previous slot)"))
         #expect(start.stderr == "")
-        #expect(try t.history().contains { $0["kind"] as? String == "release" } == false)
+        #expect(try t.history().contains { $0.kind == "release" } == false)
     }
 
     @Test func anOperatorsRollbackIsNotUndoneByAutomaticRollback() throws {
@@ -90,9 +90,9 @@ import Testing
         #expect(fourth.stderr.contains("WARNING: the previous build (\(t.previousVersion)) failed 3 starts without being marked good, but automatic rollback will not switch to the current build (\(t.currentVersion)), which was rejected: an operator rolled back from it: current corrupts data."))
         #expect(fourth.stderr.contains("run 'rollbackctl rollforward' to run \(t.currentVersion) again"))
         let status = try t.status()
-        #expect(status["rollback"] as? Bool == true)
-        #expect(status["source"] as? String == "cli")
-        #expect(try t.history().contains { $0["source"] as? String == "auto" && $0["kind"] as? String == "switch" } == false)
+        #expect(status.rollback == true)
+        #expect(status.source == "cli")
+        #expect(try t.history().contains { $0.source == "auto" && $0.kind == "switch" } == false)
         // The command it names recovers.
         #expect(try t.rollbackctl("rollforward").status == 0)
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))

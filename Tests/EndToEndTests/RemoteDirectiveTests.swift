@@ -1,4 +1,5 @@
 import Foundation
+import RollbackCtlKit
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -61,11 +62,11 @@ import Glibc
             return (result, Date().timeIntervalSince(start))
         }
 
-        func remote() throws -> [String: Any] {
-            try #require(try t.status()["remote"] as? [String: Any])
+        func remote() throws -> StatusDocument.Remote {
+            try #require(try t.status().remote)
         }
 
-        func activeSlot() throws -> String? { try t.status()["active_slot"] as? String }
+        func activeSlot() throws -> String? { try t.status().activeSlot }
     }
 
     @Test func signedRollbackThenRollforwardSwitchTheNextStartAndA304ChangesNothing() throws {
@@ -81,10 +82,10 @@ import Glibc
         #expect(back.stdout == "Applied directive serial 1: run the previous slot (reason: rollback 1).\nThe next start runs the previous slot (\(t.previousVersion)).\n")
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
         var status = try t.status()
-        #expect(status["source"] as? String == "remote")
-        #expect(status["reason"] as? String == "rollback 1 (directive serial 1)")
-        #expect(try fleet.remote()["accepted_serial"] as? Int == 1)
-        #expect(try fleet.remote()["outcome"] as? String == "applied")
+        #expect(status.source == "remote")
+        #expect(status.reason == "rollback 1 (directive serial 1)")
+        #expect(try fleet.remote().acceptedSerial == 1)
+        #expect(try fleet.remote().outcome == "applied")
 
         // Unchanged on the server: a conditional request, a 304, nothing else moves.
         let before = try String(contentsOfFile: t.state + "/state", encoding: .utf8)
@@ -92,7 +93,7 @@ import Glibc
         #expect(same.status == 0)
         #expect(same.stdout == "The directive has not changed since the last check (HTTP 304 Not Modified); the decision stays.\n")
         #expect(try String(contentsOfFile: t.state + "/state", encoding: .utf8) == before)
-        #expect(try fleet.remote()["outcome"] as? String == "unchanged")
+        #expect(try fleet.remote().outcome == "unchanged")
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
 
         try fleet.publish("current", serial: 2)
@@ -100,8 +101,8 @@ import Glibc
         #expect(forward.stdout == "Applied directive serial 2: run the current slot (reason: rollforward 2).\nThe next start runs the current slot (\(t.currentVersion)).\n")
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))
         status = try t.status()
-        #expect(status["rollback"] as? Bool == false)
-        #expect(try t.history().map { "\($0["to"]!) \($0["source"]!)" } == ["previous remote", "current remote"])
+        #expect(status.rollback == false)
+        #expect(try t.history().map { "\($0.to) \($0.source)" } == ["previous remote", "current remote"])
 
         let text = try t.rollbackctl("status").stdout
         #expect(text.contains("Remote: checked "))
@@ -201,9 +202,9 @@ import Glibc
         #expect(seconds < 2 + 2, "sync took \(seconds) s")
 
         let remote = try fleet.remote()
-        #expect(remote["outcome"] as? String == expected.outcome)
-        #expect(remote["code"] as? String == expected.code)
-        let reason = try #require(remote["reason"] as? String)
+        #expect(remote.outcome == expected.outcome)
+        #expect(remote.code == expected.code)
+        let reason = try #require(remote.reason)
         #expect(reason.hasSuffix(".") && !reason.contains("\n"))
         if expected.exit == 0 {
             #expect(result.stdout == reason + "\n")
@@ -214,7 +215,7 @@ import Glibc
         #expect((try? String(contentsOfFile: t.state + "/state", encoding: .utf8)) == stateBefore)
         #expect(try t.rollbackctl("status").stdout.contains("Remote: checked "))
         if expected.outcome != "not_applicable" {
-            #expect((remote["last_success_at"] is NSNull) == (hostile != .replayedSerial))
+            #expect((remote.lastSuccessAt == nil) == (hostile != .replayedSerial))
         }
     }
 
@@ -231,8 +232,8 @@ import Glibc
         try fleet.publish("previous", serial: 1)
         // The supervisor syncs when the interval has passed and replaces the child at once.
         #expect(app.wait(upTo: 20) { app.heartbeat["slot"] == "previous" && app.heartbeat["state"] == "running" })
-        #expect(try fleet.remote()["accepted_serial"] as? Int == 1)
-        #expect(try t.status()["source"] as? String == "remote")
+        #expect(try fleet.remote().acceptedSerial == 1)
+        #expect(try t.status().source == "remote")
     }
 
     @Test func launcherStartsOneBackgroundSyncPerIntervalAndNeverWaitsForIt() throws {
@@ -246,7 +247,7 @@ import Glibc
 
         // The first start triggers the sync and runs the current slot without waiting.
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))
-        #expect(waitUntil(seconds: 15) { (try? fleet.remote()["accepted_serial"] as? Int) == 1 })
+        #expect(waitUntil(seconds: 15) { (try? fleet.remote().acceptedSerial) == 1 })
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
 
         // Within the interval no start syncs again, whatever is published. The marker holds
@@ -260,14 +261,14 @@ import Glibc
         try fleet.publish("current", serial: 2)
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
         usleep(1_500_000)
-        #expect(try fleet.remote()["accepted_serial"] as? Int == 1)
+        #expect(try fleet.remote().acceptedSerial == 1)
         #expect(try FileManager.default.attributesOfItem(atPath: marker)[.modificationDate] as? Date == touched)
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
 
         // Once the interval has passed, the next start syncs again.
         try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-3601)], ofItemAtPath: marker)
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
-        #expect(waitUntil(seconds: 15) { (try? fleet.remote()["accepted_serial"] as? Int) == 2 })
+        #expect(waitUntil(seconds: 15) { (try? fleet.remote().acceptedSerial) == 2 })
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))
     }
 
@@ -293,7 +294,7 @@ import Glibc
         let start = Date()
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))
         #expect(Date().timeIntervalSince(start) < 0.5 + 1.5)
-        #expect(try fleet.remote()["code"] as? String == "timed_out")
+        #expect(try fleet.remote().code == "timed_out")
     }
 
     @Test func keygenWritesAPrivateKeyOnlyItsOwnerCanReadAndNeverOverwrites() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import RollbackCtlKit
 import SwitchbackCore
 import Testing
 
@@ -298,11 +299,11 @@ func kubeletOwnershipPass(_ volume: String, group: gid_t) throws {
         #expect(try launcherFilesSnapshot(state) == before, "the launcher wrote to an untrusted state directory")
 
         let status = try t.status(environment: environment)
-        #expect(status["active_slot"] as? String == "previous")
-        #expect(status["rollback"] as? Bool == true)
-        let trust = try #require(status["state_trust"] as? [String: Any])
-        #expect(trust["trusted"] as? Bool == false)
-        #expect(trust["reason"] as? String == found + ".")
+        #expect(status.activeSlot == "previous")
+        #expect(status.rollback == true)
+        let trust = status.stateTrust
+        #expect(trust.trusted == false)
+        #expect(trust.reason == found + ".")
         let text = try t.rollbackctl("status", environment: environment).stdout
         #expect(text.hasPrefix("The next start runs the previous slot (\(t.previousVersion)) because an operator rolled back with rollbackctl on "), "\(text)")
         #expect(text.contains("\"1.2.0 corrupts exports\", which is honoured although the state is not trusted: the directory of the state directory \(volume) is writable"), "\(text)")
@@ -315,9 +316,9 @@ func kubeletOwnershipPass(_ volume: String, group: gid_t) throws {
         try shell("chmod", "755", volume)
         let trusted = try t.launcher(environment: environment)
         #expect(trusted.stdout.hasPrefix(t.greeting(.previous)) && trusted.stderr.isEmpty, "\(trusted)")
-        let restored = try #require(try t.status(environment: environment)["state_trust"] as? [String: Any])
-        #expect(restored["trusted"] as? Bool == true)
-        #expect(restored["reason"] is NSNull)
+        let restored = try t.status(environment: environment).stateTrust
+        #expect(restored.trusted == true)
+        #expect(restored.reason == nil)
     }
 
     /// (a) The same parent before any rollback: the state records nothing, so the launcher
@@ -338,8 +339,8 @@ func kubeletOwnershipPass(_ volume: String, group: gid_t) throws {
         #expect(rollback.status == 1)
         #expect(rollback.stderr == "Error: \(found).\n")
         let status = try t.status(environment: environment)
-        #expect(status["explanation"] as? String == "The next start runs the current slot (\(t.currentVersion)) because the state is not trusted and records no rollback: the\(found.dropFirst(3)).")
-        #expect((status["state_trust"] as? [String: Any])?["reason"] as? String == found + ".")
+        #expect(status.explanation == "The next start runs the current slot (\(t.currentVersion)) because the state is not trusted and records no rollback: the\(found.dropFirst(3)).")
+        #expect(status.stateTrust.reason == found + ".")
     }
 
     /// (b) After an operator's rollback, the kubelet chgrp's the volume to an fsGroup this
@@ -369,10 +370,10 @@ func kubeletOwnershipPass(_ volume: String, group: gid_t) throws {
         #expect(try launcherFilesSnapshot(state) == before, "the launcher wrote to an untrusted state directory")
 
         let status = try t.status(environment: environment)
-        #expect(status["active_slot"] as? String == "previous")
-        let trust = try #require(status["state_trust"] as? [String: Any])
-        #expect(trust["trusted"] as? Bool == false)
-        #expect(trust["reason"] as? String == found + ".")
+        #expect(status.activeSlot == "previous")
+        let trust = status.stateTrust
+        #expect(trust.trusted == false)
+        #expect(trust.reason == found + ".")
         // A forced slot is still the operator's to choose; but its SDK writes no data below a
         // directory another group can write (the file layer), and says so.
         let forced = try t.launcher(environment: environment.merging(["SWITCHBACK_SLOT": "current"]) { $1 })
@@ -390,7 +391,7 @@ func kubeletOwnershipPass(_ volume: String, group: gid_t) throws {
         let result = try t.launcher()
         #expect(result.stdout.hasPrefix(t.greeting(.previous)), "\(result)")
         #expect(result.stderr.hasPrefix("launcher: The file \(t.state)/state is writable by other users (owner uid \(geteuid()), mode 666); refusing to trust it: run 'chmod go-w \(t.state)/state'; it records that an operator rolled back"), "\(result)")
-        #expect((try t.status()["state_trust"] as? [String: Any])?["trusted"] as? Bool == false)
+        #expect(try t.status().stateTrust.trusted == false)
     }
 }
 
@@ -552,11 +553,10 @@ struct NonRootStateTests {
             #expect(result.stderr.isEmpty, "restart \(restart): the state was not trusted: \(result)")
         }
         let status = try Self.run(t, "rollbackctl", ["status", "--json"], environment: environment)
-        let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
-        #expect(json?["active_slot"] as? String == "previous")
-        let trust = try #require(json?["state_trust"] as? [String: Any])
-        #expect(trust["trusted"] as? Bool == true)
-        #expect(trust["reason"] is NSNull)
+        let json = try? JSONDecoder().decode(StatusDocument.self, from: Data(status.stdout.utf8))
+        #expect(json?.activeSlot == "previous")
+        #expect(json?.stateTrust.trusted == true)
+        #expect(json?.stateTrust.reason == nil)
         // The operator can still write there: the rollforward is recorded and runs the current build.
         #expect(try Self.run(t, "rollbackctl", ["rollforward"], environment: environment).status == 0)
         try kubeletOwnershipPass(volume, group: user.gid)

@@ -145,8 +145,8 @@ import Glibc
         #expect(!kinds.contains("hung_start") && !kinds.contains("switch_failed"), "\(kinds)")
         for slot in ["current", "previous"] {
             let health = try t.health(slot)
-            #expect(health["verdict"] as? String == "good", "\(slot): \(health)")
-            #expect(health["failed_starts"] as? Int == 0, "\(slot): \(health)")
+            #expect(health.verdict == "good", "\(slot): \(health)")
+            #expect(health.failedStarts == 0, "\(slot): \(health)")
         }
         for socket in sockets where socket.hasPrefix("/") {
             let directory = FileSystem.parentDirectory(of: socket)
@@ -164,7 +164,7 @@ import Glibc
         let app = try LiveSwitchTests.serve(t, port)
         defer { app.stop() }
         #expect(app.wait(upTo: 30) { app.record?.childReady == true }, "\(app.stderr)")
-        #expect(try t.health("previous")["verdict"] as? String == "trial")
+        #expect(try t.health("previous").verdict == "trial")
         let sockets = Self.notifySockets(of: [app.pid]).filter { $0.hasPrefix("/") }
         try #require(sockets.count == 1, "\(sockets)")
         let source = t.directory + "/flooder.c"
@@ -195,7 +195,7 @@ import Glibc
         #expect(app.stderr.contains("the previous slot (pid "), "\(app.stderr)")
         let kinds = try LiveSwitchTests.kinds(t)
         #expect(!kinds.contains("hung_start") && !kinds.contains("switch_failed"), "\(kinds)")
-        #expect(try t.health("previous")["verdict"] as? String == "good")
+        #expect(try t.health("previous").verdict == "good")
     }
 
     /// The notify socket's directory is gone once the supervisor has exited.

@@ -153,7 +153,7 @@ func isAlive(_ pid: Int32) -> Bool {
         #expect(app.wait(upTo: 30) { app.stderr.contains("failed 3 starts without being marked good; running the previous slot") })
         app.stop()
         #expect(app.stderr.components(separatedBy: "restarting in").count - 1 >= 3)
-        #expect(try t.status()["source"] as? String == "auto")
+        #expect(try t.status().source == "auto")
     }
 
     @Test func aGoodBuildThatKeepsCrashingIsMarkedBadAndTheOtherSlotStarts() throws {
@@ -164,9 +164,9 @@ func isAlive(_ pid: Int32) -> Bool {
         #expect(app.stderr.contains("launcher: supervisor: the current build (\(t.currentVersion)) crashed 3 times within 60 s after it was marked good; starting the previous slot (\(t.previousVersion)) instead."))
         app.stop()
         let health = try t.health("current")
-        #expect(health["verdict"] as? String == "bad")
-        #expect(try t.status()["source"] as? String == "auto")
-        #expect((try t.history().last?["reason"] as? String)?.contains("crashed 3 times within 60 s") == true)
+        #expect(health.verdict == "bad")
+        #expect(try t.status().source == "auto")
+        #expect(try t.history().last?.reason?.contains("crashed 3 times within 60 s") == true)
     }
 
     @Test func fiveHundredRestartsLeaveMemoryAndDescriptorsFlat() throws {

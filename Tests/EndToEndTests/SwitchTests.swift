@@ -22,27 +22,27 @@ import Glibc
         #expect(try t.launcher("version").stdout == t.previousVersion + "\n")
 
         let status = try t.status()
-        #expect(status["active_slot"] as? String == "previous")
-        #expect(status["rollback"] as? Bool == true)
-        #expect(status["source"] as? String == "cli")
-        #expect(status["reason"] as? String == "1.1.0 loses data")
-        let slots = try #require(status["slots"] as? [String: [String: Any]])
-        #expect(slots["current"]?["version"] as? String == t.currentVersion)
-        #expect(slots["previous"]?["version"] as? String == t.previousVersion)
-        #expect((status["explanation"] as? String)?.hasPrefix("The next start runs the previous slot (\(t.previousVersion)) because an operator rolled back with rollbackctl on ") == true)
+        #expect(status.activeSlot == "previous")
+        #expect(status.rollback == true)
+        #expect(status.source == "cli")
+        #expect(status.reason == "1.1.0 loses data")
+        let slots = status.slots
+        #expect(slots["current"]?.version == t.currentVersion)
+        #expect(slots["previous"]?.version == t.previousVersion)
+        #expect(status.explanation.hasPrefix("The next start runs the previous slot (\(t.previousVersion)) because an operator rolled back with rollbackctl on ") == true)
 
         let forward = try t.rollbackctl("rollforward")
         // The build the operator rolled back from runs again, on probation.
         #expect(forward.stdout == "Rolled forward: the next start runs the current slot (\(t.currentVersion)).\nThe current build (\(t.currentVersion)) was bad (an operator rolled back from it: 1.1.0 loses data); it is back on trial with 3 tries.\n")
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.current)))
         let status2 = try t.status()
-        #expect(status2["active_slot"] as? String == "current")
-        #expect(status2["rollback"] as? Bool == false)
-        #expect(status2["reason"] is NSNull)
+        #expect(status2.activeSlot == "current")
+        #expect(status2.rollback == false)
+        #expect(status2.reason == nil)
 
-        let history = try t.history().filter { $0["kind"] as? String == "switch" }
-        #expect(history.map { "\($0["from"]!)->\($0["to"]!) \($0["source"]!)" } == ["current->previous cli", "previous->current cli"])
-        #expect(history.first?["reason"] as? String == "1.1.0 loses data")
+        let history = try t.history().filter { $0.kind == "switch" }
+        #expect(history.map { "\($0.from)->\($0.to) \($0.source)" } == ["current->previous cli", "previous->current cli"])
+        #expect(history.first?.reason == "1.1.0 loses data")
     }
 
     @Test func firstStatusExplainsTheDefault() throws {
@@ -51,8 +51,8 @@ import Glibc
         #expect(status.status == 0)
         #expect(status.stdout.hasPrefix("The next start runs the current slot (\(t.currentVersion)) because nobody has rolled back this install (there is no state file yet).\n"))
         let json = try t.status()
-        #expect(json["source"] as? String == "default")
-        #expect(json["reason"] is NSNull)
+        #expect(json.source == "default")
+        #expect(json.reason == nil)
     }
 
     @Test func repeatingARollbackChangesNothing() throws {

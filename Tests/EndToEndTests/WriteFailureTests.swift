@@ -45,7 +45,7 @@ import Glibc
             #expect(start.stderr.contains("automatic rollback cannot count it until the state directory \(t.state) is writable again. Running it anyway.\n"))
         }
         let status = try t.status()
-        #expect((status["write_problem"] as? String)?.hasPrefix("The file system of the state directory \(t.state) is full") == true)
+        #expect(status.writeProblem?.hasPrefix("The file system of the state directory \(t.state) is full") == true)
         #expect(try t.rollbackctl("status").stdout.contains("WARNING: The file system of the state directory"))
 
         let rollback = try t.rollbackctl("rollback")
@@ -53,7 +53,7 @@ import Glibc
         #expect(rollback.stderr.hasPrefix("Error: Could not record the switch in \(t.state) ("))
         #expect(rollback.stderr.hasSuffix("nothing was changed: free space or make the directory writable, then retry.\n"))
         // Flag and data as they were: the current build still reads every note.
-        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.status().rollback == false)
         #expect(try t.history().count == historyBefore)
         #expect(try t.launcher("note", "list").stdout == "kept\n")
 
@@ -75,12 +75,12 @@ import Glibc
         #expect(start.stderr.hasPrefix("launcher: This start of the current build (\(t.currentVersion), on trial with 3 tries left) could not be recorded ("))
         #expect(start.stderr.contains("Read-only file system"))
         #expect(start.stderr.contains("could not prepare its data in \(t.state)/data"))
-        #expect((try t.status()["write_problem"] as? String)?.contains("is on a read-only file system") == true)
+        #expect(try t.status().writeProblem?.contains("is on a read-only file system") == true)
         let rollback = try t.rollbackctl("rollback")
         #expect(rollback.status == 1)
         #expect(rollback.stderr.hasPrefix("Error: Could not record the switch in \(t.state) ("))
-        #expect(try t.status()["rollback"] as? Bool == false)
-        #expect(try t.history().allSatisfy { $0["kind"] as? String != "revert" })
+        #expect(try t.status().rollback == false)
+        #expect(try t.history().allSatisfy { $0.kind != "revert" })
     }
 }
 
@@ -101,9 +101,9 @@ import Glibc
         #expect(start.stderr == "launcher: Finished the interrupted switch to the previous slot (cli: bad export): the next start runs the previous slot (\(t.previousVersion)).\n")
         #expect(!FileManager.default.fileExists(atPath: t.state + "/switch.pending"))
         let status = try t.status()
-        #expect(status["rollback"] as? Bool == true)
-        #expect(status["pending_switch"] as? Bool == false)
-        #expect(try t.history().contains { $0["kind"] as? String == "recovery" })
+        #expect(status.rollback == true)
+        #expect(status.pendingSwitch == false)
+        #expect(try t.history().contains { $0.kind == "recovery" })
         #expect(try t.launcher().stdout.hasPrefix(t.greeting(.previous)))
     }
 
@@ -127,8 +127,8 @@ import Glibc
         let start = try t.launcher()
         #expect(start.stdout.hasPrefix(t.greeting(.current)))
         #expect(start.stderr == "launcher: Dropped the interrupted switch to the previous slot (remote): another bundle is installed since.\n")
-        #expect(try t.history().last?["kind"] as? String == "recovery")
-        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.history().last?.kind == "recovery")
+        #expect(try t.status().rollback == false)
     }
 
     /// The previous slot is checked before any data is converted for a switch to it.
@@ -140,8 +140,8 @@ import Glibc
         #expect(rollback.status == 1)
         #expect(rollback.stderr.hasPrefix("Error: The previous slot at \(t.slotPath(.previous)) is truncated: 4096 of "))
         #expect(rollback.stderr.hasSuffix("Nothing was converted and the flag is unchanged: a rollback needs a previous build that can run.\n"))
-        #expect(try t.status()["rollback"] as? Bool == false)
-        #expect(try t.history().allSatisfy { $0["kind"] as? String != "revert" })
+        #expect(try t.status().rollback == false)
+        #expect(try t.history().allSatisfy { $0.kind != "revert" })
         #expect(try t.launcher("note", "list").stdout == "kept\n")
     }
 
@@ -161,7 +161,7 @@ import Glibc
             #expect(start.stderr.contains("is truncated"))
             #expect(start.stderr.contains("Running the current slot (\(t.currentVersion)) instead."))
         }
-        let kinds = try t.history().dropFirst(events).compactMap { $0["kind"] as? String }
+        let kinds = try t.history().dropFirst(events).compactMap { $0.kind }
         #expect(kinds == ["fallback", "fallback"])
     }
 
@@ -171,6 +171,6 @@ import Glibc
         let result = try t.rollbackctl("rollback", "--reason", long)
         #expect(result.status == 64)
         #expect(result.stderr.hasPrefix("Error: The reason is 1001 bytes long; give at most 1000"))
-        #expect(try t.status()["rollback"] as? Bool == false)
+        #expect(try t.status().rollback == false)
     }
 }

@@ -7,10 +7,12 @@ import RollbackCtlKit
 import SwitchbackRemote
 
 /// `keygen --out DIR`: a fresh Ed25519 key pair (see `DirectiveKeyFiles.generate(in:)`).
-struct KeygenCommand {
+struct KeygenCommand: Command {
+    static let configuration = CommandConfiguration.keygen
+
     let directory: String
 
-    init(_ parsed: ParsedArguments) throws(CommandError) {
+    init(_ parsed: ParsedArguments, _ context: CommandContext) throws(CommandError) {
         guard let directory = parsed.options["--out"], !directory.isEmpty else {
             throw .usage("Missing '--out DIR'.", subcommand: "keygen")
         }

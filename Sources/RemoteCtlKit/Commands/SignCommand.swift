@@ -6,7 +6,25 @@ import Foundation
 import RollbackCtlKit
 import SwitchbackRemote
 
-/// `sign --key FILE ...`: validates the fields, signs with every key and writes the envelope.
+/// `sign`: a new directive (`SignCommand`), or with `--renew FILE` a renewed one (`RenewCommand`).
+struct SignEntry: Command {
+    static let configuration = CommandConfiguration.sign
+
+    let perform: (Console) throws(CommandError) -> Void
+
+    init(_ parsed: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        if let file = parsed.options["--renew"] {
+            perform = try RenewCommand(parsed, file: file).run
+        } else {
+            perform = try SignCommand(parsed, bundle: context.bundle, stateDirectory: context.stateDirectory).run
+        }
+    }
+
+    func run(_ console: Console) throws(CommandError) { try perform(console) }
+}
+
+/// `sign --key FILE ...` (without `--renew`): validates the fields, signs with every key and
+/// writes the envelope.
 struct SignCommand {
     let keyFiles: [String]
     let directive: Directive

@@ -15,14 +15,16 @@ import SwitchbackRemote
 /// directive changes the rollback flag, through `StateStore.setRollback` (source `remote`),
 /// so a refused or unreachable directive never changes the decision; every outcome is
 /// written to `remote` atomically under the state lock.
-struct SyncCommand {
+struct SyncCommand: Command {
+    static let configuration = CommandConfiguration.sync
+
     let workspace: Workspace
     let url: String?
     let deadlineMilliseconds: Int?
     let background: Bool
 
-    init(_ parsed: ParsedArguments, workspace: Workspace) throws(CommandError) {
-        self.workspace = workspace
+    init(_ parsed: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        workspace = try context.workspace()
         url = parsed.options["--url"]
         background = parsed.flags.contains("--background")
         if let text = parsed.options["--deadline-ms"] {
@@ -95,11 +97,9 @@ struct SyncCommand {
                                                        background ? .silent : console)
                 applied = (directive, outcome)
             } catch {
-                let message: String
-                if case .failure(let text) = error { message = text } else { message = "\(error)" }
-                applyFailure = "Directive serial \(directive.serial) is authentic but was not applied: \(message)"
+                applyFailure = "Directive serial \(directive.serial) is authentic but was not applied: \(error.message)"
                 // A write failure is not a refusal of the data; both leave the serial unaccepted.
-                applyFailureCode = message.hasPrefix("Could not record") || message.contains("could not be written") ? "state_not_writable" : "data_not_downgradable"
+                applyFailureCode = error.code == .stateNotWritable ? "state_not_writable" : "data_not_downgradable"
             }
         }
         var becameStale: RemoteStaleness?

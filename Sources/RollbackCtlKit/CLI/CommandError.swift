@@ -1,16 +1,42 @@
-/// How a rollbackctl command failed: bad usage (exit 64, with a usage line) or a failure
-/// while doing the work (exit 1).
-public enum CommandError: Error, Equatable {
-    /// The command line was wrong; `subcommand` names whose help to point at.
-    case usage(String, subcommand: String?)
-    /// The work failed; one sentence.
-    case failure(String)
-
-    /// The process exit code.
-    public var exitCode: Int32 {
-        switch self {
-        case .usage: return 64
-        case .failure: return 1
-        }
+/// How a rollbackctl command failed: a `code` callers branch on, one sentence for the user,
+/// and for bad usage the subcommand whose help to point at. Usage errors exit 64 (with a
+/// usage line), every other code exits 1.
+public struct CommandError: Error, Equatable, Sendable {
+    /// What went wrong, for callers to branch on (never the message's text).
+    public enum Code: String, Sendable {
+        /// The command line was wrong (exit 64).
+        case usage
+        /// The work failed for a reason no caller tells apart (exit 1).
+        case failed
+        /// A switch was refused before anything changed: the data cannot be converted back,
+        /// the previous slot cannot run, or the bundle is a first release (exit 1).
+        case switchRefused = "switch_refused"
+        /// The state directory could not be written (locked, full, read-only) (exit 1).
+        case stateNotWritable = "state_not_writable"
     }
+
+    public var code: Code
+    /// One sentence the user can act on.
+    public var message: String
+    /// For `.usage`: the subcommand whose usage line and help to show (nil: the tool's).
+    public var subcommand: String?
+
+    public init(_ code: Code, _ message: String, subcommand: String? = nil) {
+        self.code = code
+        self.message = message
+        self.subcommand = subcommand
+    }
+
+    /// The command line was wrong; `subcommand` names whose help to point at.
+    public static func usage(_ message: String, subcommand: String?) -> CommandError {
+        CommandError(.usage, message, subcommand: subcommand)
+    }
+
+    /// The work failed; one sentence.
+    public static func failure(_ message: String, code: Code = .failed) -> CommandError {
+        CommandError(code, message)
+    }
+
+    /// The process exit code: 64 for bad usage, 1 for everything else.
+    public var exitCode: Int32 { code == .usage ? 64 : 1 }
 }

@@ -11,7 +11,8 @@ extension Workspace {
         do {
             result = try switcher.perform(rollback: rollback, source: source, reason: reason, force: force, command: command)
         } catch {
-            throw .failure(error.message)
+            // Nothing was switched: the journal, the lock or the flag could not be written.
+            throw .failure(error.message, code: .stateNotWritable)
         }
         let previous = manifest.previous.version
         for step in result.downgrade?.undone ?? [] {
@@ -27,7 +28,7 @@ extension Workspace {
             }
         }
         if let warning = result.warning { console.error("Warning: \(warning)") }
-        if let refusal = result.refusal { throw .failure(refusal) }
+        if let refusal = result.refusal { throw .failure(refusal, code: .switchRefused) }
         guard let switched = result.switched else { throw .failure("The switch ended without an outcome.") }
         return switched
     }

@@ -4,19 +4,30 @@ import Glibc
 import SwitchbackCore
 
 /// `history`: every switch and fallback, oldest first.
-struct HistoryCommand {
+struct HistoryCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "history",
+        abstract: "Every switch and data conversion: when, from, to, source, reason.",
+        overview: """
+            Show every switch and fallback, and every revert, restore and archive of
+            the data before a rollback: when, from, to, source, reason.
+            """,
+        options: [.init("--json", help: "Print JSON (an array of events, oldest first).")])
+
     let workspace: Workspace
     let json: Bool
+
+    init(_ arguments: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        workspace = try context.workspace()
+        json = arguments.wantsJSON
+    }
 
     func run(_ console: Console) throws(CommandError) {
         try workspace.checkTrusted()
         let (events, unreadable): ([HistoryEvent], Int)
         do { (events, unreadable) = try workspace.history.read() } catch { throw .failure(error.message) }
         if json {
-            console.out(JSON.render(events.map { event -> [String: Any] in
-                ["time": formatRFC3339(event.time), "kind": event.kind.rawValue, "from": event.from.rawValue,
-                 "to": event.to.rawValue, "source": event.source.rawValue, "reason": event.reason ?? JSON.null]
-            }))
+            console.out(JSONWriter.render(events.map(HistoryEntry.init)))
         } else if events.isEmpty {
             console.out("No switches yet.")
         } else {

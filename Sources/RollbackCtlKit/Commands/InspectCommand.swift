@@ -6,9 +6,24 @@ import SwitchbackCore
 
 /// `inspect PATH`: load one AppCore library (only one per process) and print what it says
 /// about itself.
-struct InspectCommand {
+struct InspectCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "inspect",
+        abstract: "Show the version, build and ABI stamp of an AppCore library.",
+        overview: """
+            Load one AppCore library and print its version, build, ABI stamp, size and
+            SHA-256 as key=value lines (scripts/bundle writes the manifest from them).
+            """,
+        arguments: [.init("<path>", required: true, help: "The AppCore library to load.", missing: "the library's path")],
+        options: [.init("--json", help: "Print JSON.")])
+
     let path: String
     let json: Bool
+
+    init(_ arguments: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        path = arguments.positionals[0]
+        json = arguments.wantsJSON
+    }
 
     private typealias CString = @convention(c) () -> UnsafePointer<CChar>?
 
@@ -41,7 +56,7 @@ struct InspectCommand {
             ("downgrade", library.symbol(named: SWITCHBACK_DOWNGRADE_SYMBOL, as: CString.self) == nil ? "false" : "true"),
         ]
         if json {
-            console.out(JSON.render(Dictionary(uniqueKeysWithValues: fields.map { ($0.0, $0.1 as Any) })))
+            console.out(JSONWriter.render(Dictionary(uniqueKeysWithValues: fields)))
         } else {
             for (key, value) in fields { console.out("\(key)=\(KeyValueText.escape(value))") }
         }

@@ -3,6 +3,53 @@ import SwitchbackCore
 /// `rollback` and `rollforward`: set the flag (see `StateStore.setRollback`) and say what
 /// the next start runs. A rollback first has the current build convert its data back for
 /// the previous one (docs/data-safe-rollback.md); a refusal leaves the flag as it was.
+struct RollbackCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "rollback",
+        abstract: "Convert the data back, then persist the flag: run the previous slot.",
+        overview: """
+            Persist the rollback flag: the next start runs the previous slot.
+
+            First the current build converts its data back so that the previous one can read
+            it (reverting its migrations, or restoring the snapshot taken before them and
+            archiving the newer data). When it cannot, nothing changes and this fails.
+            """,
+        options: [
+            .init("--reason", .value("TEXT"), help: "Why, recorded in the state and the history."),
+            .init("--force", help: """
+                Roll back even when the data cannot be converted back: the
+                data is archived (never deleted) and the previous build
+                starts without it.
+                """),
+        ])
+
+    let command: SwitchCommand
+
+    init(_ arguments: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        command = SwitchCommand(workspace: try context.workspace(), rollback: true, reason: arguments.options["--reason"],
+                                force: arguments.flags.contains("--force"))
+    }
+
+    func run(_ console: Console) throws(CommandError) { try command.run(console) }
+}
+
+struct RollforwardCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "rollforward",
+        abstract: "Clear the flag: run the current slot.",
+        overview: "Clear the rollback flag: the next start runs the current slot.",
+        options: [.init("--reason", .value("TEXT"), help: "Why, recorded in the state and the history.")])
+
+    let command: SwitchCommand
+
+    init(_ arguments: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        command = SwitchCommand(workspace: try context.workspace(), rollback: false, reason: arguments.options["--reason"])
+    }
+
+    func run(_ console: Console) throws(CommandError) { try command.run(console) }
+}
+
+/// What `rollback` and `rollforward` share.
 struct SwitchCommand {
     let workspace: Workspace
     let rollback: Bool

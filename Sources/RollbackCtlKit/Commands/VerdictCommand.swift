@@ -3,7 +3,46 @@ import SwitchbackCore
 /// `mark-good [SLOT]` and `mark-bad [SLOT]`: an operator's health verdict on the build in a
 /// slot (default: the slot the next start runs). Marking the selected slot bad also moves
 /// the flag to the other slot, so `status` and the next start agree.
+struct MarkGoodCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "mark-good",
+        abstract: "Mark a slot's build good: its starts are no longer counted.",
+        overview: "Mark the build in SLOT good, durably: its starts are no longer counted.",
+        arguments: [VerdictCommand.slotArgument])
+
+    let command: VerdictCommand
+
+    init(_ arguments: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        command = VerdictCommand(workspace: try context.workspace(), good: true, slotName: arguments.positionals.first)
+    }
+
+    func run(_ console: Console) throws(CommandError) { try command.run(console) }
+}
+
+struct MarkBadCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "mark-bad",
+        abstract: "Mark a slot's build bad: the other slot runs.",
+        overview: """
+            Mark the build in SLOT bad: the launcher runs the other slot, and if the
+            rollback flag selects SLOT it moves to the other slot.
+            """,
+        arguments: [VerdictCommand.slotArgument])
+
+    let command: VerdictCommand
+
+    init(_ arguments: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        command = VerdictCommand(workspace: try context.workspace(), good: false, slotName: arguments.positionals.first)
+    }
+
+    func run(_ console: Console) throws(CommandError) { try command.run(console) }
+}
+
+/// What `mark-good` and `mark-bad` share.
 struct VerdictCommand {
+    static let slotArgument = CommandConfiguration.Argument(
+        "SLOT", help: "current or previous (default: the slot the next start runs).")
+
     let workspace: Workspace
     let good: Bool
     let slotName: String?

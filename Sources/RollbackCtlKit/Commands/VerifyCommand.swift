@@ -1,8 +1,20 @@
 import SwitchbackCore
 
 /// `verify`: hash both slots and check them against the manifest.
-struct VerifyCommand {
+struct VerifyCommand: Command {
+    static let configuration = CommandConfiguration(
+        name: "verify",
+        abstract: "Check both slots against the manifest.",
+        overview: """
+            Check both slots against the manifest: presence, permissions, size, ELF,
+            SHA-256 (always hashed, ignoring the launcher's cache).
+            """)
+
     let workspace: Workspace
+
+    init(_ arguments: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        workspace = try context.workspace()
+    }
 
     func run(_ console: Console) throws(CommandError) {
         var failures: [String] = []

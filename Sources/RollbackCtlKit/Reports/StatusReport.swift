@@ -161,20 +161,13 @@ struct StatusReport {
         return lines
     }
 
-    var dataJSON: [String: Any] {
-        var object: [String: Any] = ["published": data != nil, "ignored": dataIgnored ?? JSON.null,
-                                     "managed": currentManagesData.map { $0 as Any } ?? JSON.null]
-        object["reader_floor"] = data?.readerFloor ?? JSON.null
-        object["published_by"] = data?.publishedBy ?? JSON.null
-        object["published_at"] = data?.publishedAt.map(formatRFC3339) ?? JSON.null
-        object["rollback_to"] = data?.rollbackTo ?? previousVersion
-        object["rollback_plan"] = data?.plan.rawValue ?? JSON.null
-        object["rollback_data_safe"] = data.map { $0.isRollbackDataSafe as Any } ?? JSON.null
-        object["detail"] = data?.detail ?? JSON.null
-        object["last_archive"] = lastArchive.map { event -> [String: Any] in
-            ["time": formatRFC3339(event.time), "kind": event.kind.rawValue, "reason": event.reason ?? JSON.null]
-        } ?? JSON.null
-        return object
+    var dataDocument: StatusDocument.DataStatus {
+        StatusDocument.DataStatus(
+            published: data != nil, ignored: dataIgnored, managed: currentManagesData, readerFloor: data?.readerFloor,
+            publishedBy: data?.publishedBy, publishedAt: data?.publishedAt.map(formatRFC3339),
+            rollbackTo: data?.rollbackTo ?? previousVersion, rollbackPlan: data?.plan.rawValue,
+            rollbackDataSafe: data?.isRollbackDataSafe, detail: data?.detail,
+            lastArchive: lastArchive.map { .init(time: formatRFC3339($0.time), kind: $0.kind.rawValue, reason: $0.reason) })
     }
 
     /// The remote lines: the last check's outcome, then freshness and the accepted serial.
@@ -196,29 +189,19 @@ struct StatusReport {
         return lines
     }
 
-    var remoteJSON: Any {
-        guard remoteSettings.url != nil || remote != nil || remoteProblem != nil else { return JSON.null }
+    var remoteDocument: StatusDocument.Remote? {
+        guard remoteSettings.url != nil || remote != nil || remoteProblem != nil else { return nil }
         let record = remote ?? RemoteRecord()
-        var object: [String: Any] = ["interval_s": Int(remoteSettings.intervalSeconds)]
-        object["url"] = record.url ?? remoteSettings.url ?? JSON.null
-        object["last_attempt_at"] = record.lastAttemptAt.map(formatRFC3339) ?? JSON.null
-        object["last_success_at"] = record.lastSuccessAt.map(formatRFC3339) ?? JSON.null
-        object["outcome"] = record.outcome ?? JSON.null
-        object["code"] = record.code ?? JSON.null
-        object["reason"] = record.reason ?? JSON.null
-        let serial: Any = record.acceptedSerial.map { $0 as Any } ?? JSON.null
-        object["accepted_serial"] = serial
-        object["highest_seen_serial"] = record.highestSeenSerial.map { $0 as Any } ?? JSON.null
-        object["last_verified_at"] = record.lastVerifiedAt.map(formatRFC3339) ?? JSON.null
-        object["held_expires_at"] = record.heldExpiresAt.map(formatRFC3339) ?? JSON.null
-        object["consecutive_failures"] = record.consecutiveFailures ?? 0
-        object["max_staleness_s"] = Int(remoteSettings.maxStalenessSeconds)
-        object["stale"] = remoteStaleness != nil
-        object["stale_cause"] = remoteStaleness?.cause.rawValue ?? JSON.null
-        object["stale_since"] = remoteStaleness.map { formatRFC3339($0.since) } ?? JSON.null
-        object["stale_reason"] = remoteStaleness?.description ?? JSON.null
-        object["record_problem"] = remoteProblem ?? JSON.null
-        return object
+        return StatusDocument.Remote(
+            intervalSeconds: Int(remoteSettings.intervalSeconds), url: record.url ?? remoteSettings.url,
+            lastAttemptAt: record.lastAttemptAt.map(formatRFC3339), lastSuccessAt: record.lastSuccessAt.map(formatRFC3339),
+            outcome: record.outcome, code: record.code, reason: record.reason,
+            acceptedSerial: record.acceptedSerial, highestSeenSerial: record.highestSeenSerial,
+            lastVerifiedAt: record.lastVerifiedAt.map(formatRFC3339), heldExpiresAt: record.heldExpiresAt.map(formatRFC3339),
+            consecutiveFailures: record.consecutiveFailures ?? 0, maxStalenessSeconds: Int(remoteSettings.maxStalenessSeconds),
+            stale: remoteStaleness != nil, staleCause: remoteStaleness?.cause.rawValue,
+            staleSince: remoteStaleness.map { formatRFC3339($0.since) }, staleReason: remoteStaleness?.description,
+            recordProblem: remoteProblem)
     }
 
     var text: String {
@@ -261,70 +244,57 @@ struct StatusReport {
         return lines.joined(separator: "\n")
     }
 
-    static func json(_ health: SlotHealth) -> [String: Any] {
-        var object: [String: Any] = [
-            "marked_by": health.markedBy?.rawValue ?? JSON.null,
-            "failed_starts": health.failedStarts,
-            "note": health.note ?? JSON.null,
-            "last_good_at": health.lastGoodAt.map(formatRFC3339) ?? JSON.null,
-            "summary": health.summary,
-        ]
+    static func document(_ health: SlotHealth) -> StatusDocument.Health {
+        var document = StatusDocument.Health(
+            verdict: "", markedBy: health.markedBy?.rawValue, failedStarts: health.failedStarts, note: health.note,
+            lastGoodAt: health.lastGoodAt.map(formatRFC3339), summary: health.summary)
         switch health.verdict {
-        case .good: object["verdict"] = "good"
-        case .bad: object["verdict"] = "bad"
-        case .trial(let tries): object["verdict"] = "trial"; object["tries_left"] = tries
+        case .good: document.verdict = "good"
+        case .bad: document.verdict = "bad"
+        case .trial(let tries): document.verdict = "trial"; document.triesLeft = tries
         }
-        return object
+        return document
     }
 
-    var json: [String: Any] {
-        var slotObjects: [String: Any] = [:]
+    /// The report as `status --json` prints it.
+    var document: StatusDocument {
+        var slotDocuments: [String: StatusDocument.Slot] = [:]
         for (slot, entry) in slots {
-            slotObjects[slot.rawValue] = [
-                "version": entry.record.version, "build": entry.record.build, "abi": entry.record.abiStamp,
-                "sha256": entry.record.sha256, "ok": entry.problem == nil, "problem": entry.problem ?? JSON.null,
-                "health": health[slot].map(Self.json) ?? JSON.null,
-            ] as [String: Any]
+            slotDocuments[slot.rawValue] = StatusDocument.Slot(
+                version: entry.record.version, build: entry.record.build, abi: entry.record.abiStamp,
+                sha256: entry.record.sha256, ok: entry.problem == nil, problem: entry.problem,
+                health: health[slot].map(Self.document))
         }
-        return [
-            "app_id": appID,
-            "active_slot": refusal == nil ? activeSlot.rawValue : JSON.null,
-            "refusal": refusal ?? JSON.null,
-            "reason_code": reasonCode,
-            "rollback": state.rollback,
-            "source": state.source.rawValue,
-            "reason": state.reason ?? JSON.null,
-            "changed_at": state.changedAt.map(formatRFC3339) ?? JSON.null,
-            "explanation": sentence,
-            "warning": warning ?? JSON.null,
-            "write_problem": writeProblem ?? JSON.null,
-            "pending_switch": pendingSwitch,
-            "first_release": isFirstRelease,
-            "from_build": state.fromBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? JSON.null,
-            "to_build": state.toBuild.map { ["sha256": $0.sha256, "version": $0.version] as [String: Any] } ?? JSON.null,
-            "state_problem": stateProblem ?? JSON.null,
-            "state_trust": ["trusted": untrustedBecause == nil, "reason": untrustedBecause ?? JSON.null] as [String: Any],
-            "slots": slotObjects,
-            "state_directory": stateDirectory,
-            "supervisor": supervisor.map { record -> [String: Any] in
-                [
-                    "pid": record.pid,
-                    "started_at": formatRFC3339(record.startedAt),
-                    "child_pid": record.childPID.map { $0 as Any } ?? JSON.null,
-                    "child_slot": record.childSlot?.rawValue ?? JSON.null,
-                    "child_uptime_s": record.childStartedAt.map { currentUnixTime() - $0 } ?? JSON.null,
-                    "restarts": record.restarts,
-                    "child_ready": record.childReady.map { $0 as Any } ?? JSON.null,
-                    "candidate_pid": record.candidatePID.map { $0 as Any } ?? JSON.null,
-                    "candidate_slot": record.candidateSlot?.rawValue ?? JSON.null,
-                    "switch_failure": record.switchFailure.map { failure -> [String: Any] in
-                        ["slot": failure.slot.rawValue, "at": formatRFC3339(failure.at), "reason": failure.reason]
-                    } ?? JSON.null,
-                ]
-            } ?? JSON.null,
-            "bundle": bundleRoot,
-            "remote": remoteJSON,
-            "data": dataJSON,
-        ]
+        return StatusDocument(
+            appID: appID,
+            activeSlot: refusal == nil ? activeSlot.rawValue : nil,
+            refusal: refusal,
+            reasonCode: reasonCode,
+            rollback: state.rollback,
+            source: state.source.rawValue,
+            reason: state.reason,
+            changedAt: state.changedAt.map(formatRFC3339),
+            explanation: sentence,
+            warning: warning,
+            writeProblem: writeProblem,
+            pendingSwitch: pendingSwitch,
+            firstRelease: isFirstRelease,
+            fromBuild: state.fromBuild.map { .init(sha256: $0.sha256, version: $0.version) },
+            toBuild: state.toBuild.map { .init(sha256: $0.sha256, version: $0.version) },
+            stateProblem: stateProblem,
+            stateTrust: .init(trusted: untrustedBecause == nil, reason: untrustedBecause),
+            slots: slotDocuments,
+            stateDirectory: stateDirectory,
+            supervisor: supervisor.map { record in
+                StatusDocument.Supervisor(
+                    pid: record.pid, startedAt: formatRFC3339(record.startedAt), childPID: record.childPID,
+                    childSlot: record.childSlot?.rawValue, childUptimeSeconds: record.childStartedAt.map { currentUnixTime() - $0 },
+                    restarts: record.restarts, childReady: record.childReady, candidatePID: record.candidatePID,
+                    candidateSlot: record.candidateSlot?.rawValue,
+                    switchFailure: record.switchFailure.map { .init(slot: $0.slot.rawValue, at: formatRFC3339($0.at), reason: $0.reason) })
+            },
+            bundle: bundleRoot,
+            remote: remoteDocument,
+            data: dataDocument)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import RollbackCtlKit
 import SwitchbackCore
 import Testing
 
@@ -90,17 +91,17 @@ struct TestBundle {
     }
 
     /// The history as `rollbackctl history --json` reports it.
-    func history() throws -> [[String: Any]] {
+    func history() throws -> [HistoryEntry] {
         let result = try rollbackctl("history", "--json")
         try #require(result.status == 0, "history failed: \(result.stderr)")
-        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as! [[String: Any]]
+        return try JSONDecoder().decode([HistoryEntry].self, from: Data(result.stdout.utf8))
     }
 
     /// `rollbackctl status --json`.
-    func status(environment: [String: String] = [:]) throws -> [String: Any] {
+    func status(environment: [String: String] = [:]) throws -> StatusDocument {
         let result = try rollbackctl("status", "--json", environment: environment)
         try #require(result.status == 0, "status failed: \(result.stderr)")
-        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as! [String: Any]
+        return try JSONDecoder().decode(StatusDocument.self, from: Data(result.stdout.utf8))
     }
 
     var currentVersion: String { (try? manifestValue("current.version")) ?? "?" }
@@ -123,8 +124,7 @@ extension TestBundle {
     }
 
     /// `status --json`'s health object of `slot`.
-    func health(_ slot: String) throws -> [String: Any] {
-        let slots = try #require(try status()["slots"] as? [String: [String: Any]])
-        return try #require(slots[slot]?["health"] as? [String: Any])
+    func health(_ slot: String) throws -> StatusDocument.Health {
+        try #require(try status().slots[slot]?.health)
     }
 }

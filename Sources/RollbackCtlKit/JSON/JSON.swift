@@ -1,52 +1,50 @@
-/// Renders JSON for `--json` output, without Foundation (linking it costs `rollbackctl` about
-/// 3 ms at every start): objects with sorted keys, pretty-printed with two spaces, `/` not
-/// escaped, `JSON.null` for null. Values are strings, Booleans, integers, doubles, arrays and
-/// `[String: Any]` objects; anything else renders as its description, quoted.
-enum JSON {
-    /// JSON's null.
-    struct Null: Sendable {}
-    static let null = Null()
+/// A JSON value, and how `--json` prints one without Foundation (linking it costs
+/// `rollbackctl` about 3 ms at every start): objects with sorted keys, pretty-printed with
+/// two spaces, `/` not escaped. `JSONWriter` turns any `Encodable` into one.
+enum JSON: Equatable, Sendable {
+    case null
+    case bool(Bool)
+    /// A number, as it is printed.
+    case number(String)
+    case string(String)
+    case array([JSON])
+    case object([String: JSON])
 
-    static func render(_ value: Any) -> String {
+    /// The value printed, pretty and with sorted keys.
+    var rendered: String {
         var out = ""
-        write(value, indent: 0, to: &out)
+        write(indent: 0, to: &out)
         return out
     }
 
-    private static func write(_ value: Any, indent: Int, to out: inout String) {
+    private func write(indent: Int, to out: inout String) {
         let pad = String(repeating: " ", count: indent + 2), closing = String(repeating: " ", count: indent)
-        switch value {
-        case is Null: out += "null"
-        case let bool as Bool: out += bool ? "true" : "false"
-        case let int as Int: out += String(int)
-        case let int as Int32: out += String(int)
-        case let int as Int64: out += String(int)
-        case let int as UInt32: out += String(int)
-        case let int as UInt64: out += String(int)
-        case let double as Double: out += double.isFinite ? String(double) : "null"
-        case let string as String: quote(string, to: &out)
-        case let array as [Any]:
+        switch self {
+        case .null: out += "null"
+        case .bool(let bool): out += bool ? "true" : "false"
+        case .number(let text): out += text
+        case .string(let string): Self.quote(string, to: &out)
+        case .array(let array):
             if array.isEmpty { out += "[]"; return }
             out += "[\n"
             for (index, element) in array.enumerated() {
                 out += pad
-                write(element, indent: indent + 2, to: &out)
+                element.write(indent: indent + 2, to: &out)
                 out += index == array.count - 1 ? "\n" : ",\n"
             }
             out += closing + "]"
-        case let object as [String: Any]:
+        case .object(let object):
             if object.isEmpty { out += "{}"; return }
             out += "{\n"
             let keys = object.keys.sorted()
             for (index, key) in keys.enumerated() {
                 out += pad
-                quote(key, to: &out)
+                Self.quote(key, to: &out)
                 out += " : "
-                write(object[key]!, indent: indent + 2, to: &out)
+                object[key]!.write(indent: indent + 2, to: &out)
                 out += index == keys.count - 1 ? "\n" : ",\n"
             }
             out += closing + "}"
-        default: quote(String(describing: value), to: &out)
         }
     }
 
