@@ -135,7 +135,7 @@ import Testing
         let foundation = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Self.document)) as! [String: Any]
         let ours = try JSONSerialization.jsonObject(with: Data(text.utf8)) as! [String: Any]
         #expect(Set(foundation.keys).isSubset(of: Set(ours.keys)))
-        #expect(Set(ours.keys).count == 21)
+        #expect(Set(ours.keys).count == 23)
     }
 
     @Test func historyEntriesAreAnArray() throws {
