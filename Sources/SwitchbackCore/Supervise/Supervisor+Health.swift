@@ -78,17 +78,12 @@ extension Supervisor {
     /// A good mark written for a starting child's build since it started makes it ready,
     /// whatever happened to its `READY=1`: the launcher in the child writes the mark (durably)
     /// before it sends the datagram. The health file is read again only when it changed.
-    func noticeGoodMarks(now: Double) {
-        guard trusted, children.contains(where: { $0.phase == .starting && $0.stop == nil && $0.readySignal == nil && $0.build != nil }) else { return }
+    func noticeGoodMarks() {
+        guard trusted, machine.awaitsGoodMark else { return }
         let path = HealthStore(directory: directory).path
         let fingerprint = (try? FileSystem.status(path)).flatMap { $0.map(FileFingerprint.init) }
         guard fingerprint != healthSeen else { return }
         healthSeen = fingerprint
-        let good = goodBuilds()
-        for child in [serving, candidate].compactMap({ $0 }) {
-            guard child.phase == .starting, child.stop == nil, child.readySignal == nil, let build = child.build,
-                  good.contains(build), !child.goodBuildsAtStart.contains(build) else { continue }
-            update(pid: child.pid) { $0.readySignal = (now, "it marked itself good") }
-        }
+        send(.goodBuilds(goodBuilds()))
     }
 }
