@@ -212,27 +212,35 @@ import Testing
         #expect(machine.state == .backingOff(until: 0.75))
     }
 
-    /// The crash loop: every abnormal exit of a named build is counted (the driver marks a good
-    /// build bad at the limit and switches: `countCrashOfGoodBuild`), and each restart asks the
-    /// persisted choice again, so it starts the other slot once the switch is recorded.
-    @Test func aCrashLoopCountsEveryCrashAndRestartsFromTheChoice() {
-        var machine = Self.serving()
-        var window = CrashWindow(limit: 3, windowMilliseconds: 60_000)
+    /// The crash loop: every abnormal exit of a named build is offered for counting; the
+    /// driver answers for a build the health file calls good, and the limit within the window
+    /// marks it bad (the driver then records the switch). Each restart asks the persisted
+    /// choice again, so it starts the other slot once the switch is recorded.
+    @Test func aGoodBuildThatKeepsCrashingIsMarkedBadAndTheRestartTakesTheChoice() {
+        var machine = Self.serving(["supervise.crash_limit": "3", "supervise.crash_window_ms": "60000"])
         var pid: pid_t = 100
-        var reachedLimit = false
         for round in 1...3 {
-            let actions = machine.handle(.exited(pid: pid, .killed(signal: SIGSEGV)), at: Self.at(Double(round * 10)))
+            let time = Double(round * 10)
+            let actions = machine.handle(.exited(pid: pid, .killed(signal: SIGSEGV)), at: Self.at(time))
             #expect(actions.contains(.countCrash(slot: .current, build: "cur")))
-            reachedLimit = window.record(build: "cur", at: Int64(round * 10_000))
+            let counted = machine.handle(.goodBuildCrashed(slot: .current, build: "cur"), at: Self.at(time))
+            #expect(counted == (round < 3 ? [] : [.markBad(slot: .current, build: "cur", why: "crashed 3 times within 60 s after it was marked good")]))
             guard case .backingOff(let until) = machine.state else { Issue.record("no backoff"); return }
             #expect(machine.handle(.tick, at: Self.at(until)) == [.spawn(.restart)])
             pid += 1
-            let slot: BuildSlot = reachedLimit ? .previous : .current
+            let slot: BuildSlot = round < 3 ? .current : .previous
             _ = machine.handle(.spawned(.restart, pid: pid, intendedSlot: slot, goodBuilds: []), at: Self.at(until))
-            _ = machine.handle(.reported(pid: pid, slot: slot, build: reachedLimit ? "prev" : "cur"), at: Self.at(until))
+            _ = machine.handle(.reported(pid: pid, slot: slot, build: round < 3 ? "cur" : "prev"), at: Self.at(until))
         }
-        #expect(reachedLimit)
         #expect(machine.serving?.slot == .previous && machine.restarts == 3)
+    }
+
+    @Test func crashesOutsideTheWindowDoNotAddUp() {
+        var machine = Self.machine(["supervise.crash_limit": "2", "supervise.crash_window_ms": "10000"])
+        #expect(machine.handle(.goodBuildCrashed(slot: .current, build: "cur"), at: Self.at(0)) == [])
+        #expect(machine.handle(.goodBuildCrashed(slot: .current, build: "cur"), at: Self.at(10)) == [])
+        #expect(machine.handle(.goodBuildCrashed(slot: .previous, build: "prev"), at: Self.at(11)) == [])
+        #expect(machine.handle(.goodBuildCrashed(slot: .current, build: "cur"), at: Self.at(15)).count == 1)
     }
 
     // MARK: Switches

@@ -85,14 +85,12 @@ public final class Supervisor {
     var healthSeen: FileFingerprint?
     /// The state and health files as the persisted choice was last acted on.
     var watched: [FileFingerprint?] = []
-    var crashes: CrashWindow
 
     init(manifest: Manifest, directory: StateDirectory, trusted: Bool) {
         self.manifest = manifest
         self.directory = directory
         self.trusted = trusted
         settings = SupervisorSettings(manifest: manifest)
-        crashes = CrashWindow(limit: settings.crashLimit, windowMilliseconds: settings.crashWindowMilliseconds)
         remoteCheck = trusted ? Launcher.bundleRoot().flatMap {
             RemoteCheckTrigger(manifest: manifest, directory: directory, bundleRoot: $0)
         } : nil
@@ -186,7 +184,9 @@ public final class Supervisor {
         case .recordGoodMark(let child, let how):
             recordGoodMark(child, how: how)
         case .countCrash(let slot, let build):
-            if trusted { countCrashOfGoodBuild(slot: slot, build: build) }
+            countCrash(slot: slot, build: build)
+        case .markBad(let slot, let build, let why):
+            markBad(slot: slot, build: build, why: why)
         case .publish:
             publish()
         case .acknowledgeChoice:

@@ -101,6 +101,9 @@ struct SupervisorMachine {
         case tick
         /// The persisted choice changed and now selects this slot (`desiredSlot(running:)`).
         case choiceSelects(BuildSlot)
+        /// A build the health file calls good exited abnormally (the driver's answer to
+        /// `countCrash`).
+        case goodBuildCrashed(slot: BuildSlot, build: String)
     }
 
     enum Action: Equatable {
@@ -119,9 +122,12 @@ struct SupervisorMachine {
         case recordHistory(HistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String)
         /// Mark the ready child's build good, as the app would have (when trusted).
         case recordGoodMark(SupervisedChild, how: String)
-        /// A child of a build exited abnormally: counted when the build was good
-        /// (`countCrashOfGoodBuild`, which marks it bad and switches at the limit).
+        /// A child of a build exited abnormally: the driver answers `goodBuildCrashed` when the
+        /// health file calls the build good.
         case countCrash(slot: BuildSlot, build: String)
+        /// A good build crashed `crash_limit` times within the window: record it bad (when
+        /// trusted) and choose the other slot when it is not bad too.
+        case markBad(slot: BuildSlot, build: String, why: String)
         /// Save the supervisor record from `serving`, `candidate`, `restarts`, `switchFailure`.
         case publish
         /// The persisted choice as it is now has been acted on: look again when it changes.
@@ -166,10 +172,13 @@ struct SupervisorMachine {
     /// The child whose readiness probe runs (one attempt at a time).
     var probing: pid_t?
     var nextProbeAt = 0.0
+    /// Crashes of good builds within the window.
+    var crashes: CrashWindow
 
     init(_ configuration: Configuration) {
         self.configuration = configuration
         backoff = configuration.settings.backoffInitialMilliseconds
+        crashes = CrashWindow(limit: configuration.settings.crashLimit, windowMilliseconds: configuration.settings.crashWindowMilliseconds)
     }
 
     var settings: SupervisorSettings { configuration.settings }
@@ -294,6 +303,10 @@ struct SupervisorMachine {
             return tick(now: now)
         case .choiceSelects(let wanted):
             return choiceSelects(wanted, now: now)
+        case .goodBuildCrashed(let slot, let build):
+            guard crashes.record(build: build, at: Int64(now.monotonic * 1000)) else { return [] }
+            let why = "crashed \(settings.crashLimit) times within \(settings.crashWindowMilliseconds / 1000) s after it was marked good"
+            return [.markBad(slot: slot, build: build, why: why)]
         }
     }
 
