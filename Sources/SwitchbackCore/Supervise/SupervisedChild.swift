@@ -3,9 +3,10 @@ import Glibc
 #endif
 
 /// One child of the supervisor, as a value: which slot it runs, how far it got (starting,
-/// ready, draining), and its timers. The supervisor holds at most one serving child, one
-/// candidate (the new slot of a live switch) and any number of draining ones.
-struct SupervisedChild {
+/// ready, draining), and its timers. `SupervisorMachine` holds at most one serving child, one
+/// candidate (the new slot of a live switch) and any number of draining ones; the driver
+/// holds the child's report pipe.
+struct SupervisedChild: Equatable {
     enum Phase: Equatable {
         /// Started, not ready yet: the start deadline runs.
         case starting
@@ -22,6 +23,12 @@ struct SupervisedChild {
         case watchdog
     }
 
+    /// When a child showed it was ready, and how: ready once the minimum time has passed since.
+    struct ReadySignal: Equatable {
+        var at: Double
+        var how: String
+    }
+
     let pid: pid_t
     let startedAt: Double
     /// The slot the persisted choice selected when the child was started; the child names
@@ -32,15 +39,13 @@ struct SupervisedChild {
     var phase = Phase.starting
     /// When an unready child is stopped: the start deadline, extended by EXTEND_TIMEOUT_USEC.
     var deadline: Double?
-    /// When it showed it was ready, and how: ready once the minimum time has passed since.
-    var readySignal: (at: Double, how: String)?
+    var readySignal: ReadySignal?
     /// The builds the health file called good when the child started: a good mark of its own
     /// build recorded since then is the child's (or an operator's), and makes it ready.
     var goodBuildsAtStart: Set<String> = []
     /// Whether it holds a listening socket it inherited (`X_SWITCHBACK_ADOPTED`).
     var hasAdoptedSocket = false
     var lastWatchdogPing: Double
-    var reportFD: Int32
     var stop: Stop?
     /// When a draining child gets SIGTERM.
     var terminateAt: Double?
@@ -50,14 +55,17 @@ struct SupervisedChild {
     /// When SIGKILL follows the SIGTERM or SIGABRT already sent.
     var killAt: Double?
 
-    init(pid: pid_t, intendedSlot: BuildSlot?, reportFD: Int32, deadline: Double?) {
+    init(pid: pid_t, intendedSlot: BuildSlot?, startedAt: Double, deadline: Double?, goodBuildsAtStart: Set<String> = []) {
         self.pid = pid
         self.intendedSlot = intendedSlot
-        self.reportFD = reportFD
+        self.startedAt = startedAt
         self.deadline = deadline
-        startedAt = monotonicNow()
+        self.goodBuildsAtStart = goodBuildsAtStart
         lastWatchdogPing = startedAt
     }
+
+    /// The slot it runs, as far as the supervisor knows.
+    var knownSlot: BuildSlot { slot ?? intendedSlot ?? .current }
 
     /// "the previous slot (pid 42)", or "the app (pid 42)" before it named its slot.
     var title: String {

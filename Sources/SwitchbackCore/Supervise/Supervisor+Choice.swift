@@ -6,31 +6,16 @@ import SwitchbackSystem
 /// The persisted choice: when it changes (inotify, or the poll), which slot it selects, and
 /// the switch that follows.
 extension Supervisor {
-    /// Replaces the child when the state or health files changed and now select another
-    /// slot: with listening sockets, a candidate starts beside the serving child; without,
-    /// the serving child stops first.
+    /// Tells the machine which slot the persisted choice selects when the state or health
+    /// files changed while one child serves: it replaces the child when that is another slot
+    /// (with listening sockets, a candidate starts beside the serving child; without, the
+    /// serving child stops first).
     func watchPersistedChoice() {
-        guard trusted, let running = serving, let runningSlot = running.slot, candidate == nil, !replacing,
-              stopDeadline == nil, running.stop == nil else { return }
+        guard trusted, let runningSlot = machine.watchedSlot else { return }
         let now = fingerprints()
         guard now != watched else { return }
         watched = now
-        let wanted = desiredSlot(running: runningSlot)
-        guard wanted != runningSlot else { return }
-        if listeners.isEmpty || running.phase != .ready {
-            Launcher.printError("launcher: supervisor: the persisted choice now selects the \(wanted.rawValue) slot; replacing \(running.title).")
-            kill(running.pid, SIGTERM)
-            replacing = true
-            serving?.killAt = monotonicNow() + Double(settings.graceMilliseconds) / 1000
-            return
-        }
-        Launcher.printError("launcher: supervisor: the persisted choice now selects the \(wanted.rawValue) slot; starting it beside \(running.title), which serves until it is ready.")
-        systemd?.send("RELOADING=1", "STATUS=Switching to the \(wanted.rawValue) slot (\(manifest[wanted].version))", "MONOTONIC_USEC=\(Int64(monotonicNow() * 1e6))")
-        candidate = spawn(intended: wanted)
-        if candidate == nil {
-            lastSwitchFailure = SupervisorRecord.SwitchFailure(slot: wanted, at: currentUnixTime(), reason: "the \(wanted.rawValue) slot could not be started")
-        }
-        publish()
+        send(.choiceSelects(desiredSlot(running: runningSlot)))
     }
 
     /// The slot the persisted choice selects now. The running build keeps running unless it

@@ -7,15 +7,20 @@ import SwitchbackSystem
 /// other slot chosen), and a child made ready by a probe or READY=1 is marked good.
 extension Supervisor {
     /// Crashes before the good mark use up tries in the child's own start-up; crashes of a
-    /// build already good are counted here, K within the window marking it bad.
-    func countCrashOfGoodBuild(slot: BuildSlot, build: String) {
+    /// build already good are the machine's to count (`goodBuildCrashed`).
+    func countCrash(slot: BuildSlot, build: String) {
+        guard trusted else { return }
+        let identity = BuildIdentity(sha256: build, version: manifest[slot].version)
+        guard HealthStore(directory: directory).load().record.health(of: identity, tries: manifest.trialTries).isGood else { return }
+        send(.goodBuildCrashed(slot: slot, build: build))
+    }
+
+    /// A good build crashed K times within the window: marked bad, and the other slot chosen
+    /// when it is not bad too.
+    func markBad(slot: BuildSlot, build: String, why: String) {
         let store = HealthStore(directory: directory)
         let record = store.load().record
         let identity = BuildIdentity(sha256: build, version: manifest[slot].version)
-        guard record.health(of: identity, tries: manifest.trialTries).isGood,
-              crashes.record(build: build, at: Int64(monotonicNow() * 1000)) else { return }
-        let seconds = settings.crashWindowMilliseconds / 1000
-        let why = "crashed \(settings.crashLimit) times within \(seconds) s after it was marked good"
         do {
             try store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
                 var health = record.health(of: identity, tries: manifest.trialTries)
@@ -78,17 +83,12 @@ extension Supervisor {
     /// A good mark written for a starting child's build since it started makes it ready,
     /// whatever happened to its `READY=1`: the launcher in the child writes the mark (durably)
     /// before it sends the datagram. The health file is read again only when it changed.
-    func noticeGoodMarks(now: Double) {
-        guard trusted, children.contains(where: { $0.phase == .starting && $0.stop == nil && $0.readySignal == nil && $0.build != nil }) else { return }
+    func noticeGoodMarks() {
+        guard trusted, machine.awaitsGoodMark else { return }
         let path = HealthStore(directory: directory).path
         let fingerprint = (try? FileSystem.status(path)).flatMap { $0.map(FileFingerprint.init) }
         guard fingerprint != healthSeen else { return }
         healthSeen = fingerprint
-        let good = goodBuilds()
-        for child in [serving, candidate].compactMap({ $0 }) {
-            guard child.phase == .starting, child.stop == nil, child.readySignal == nil, let build = child.build,
-                  good.contains(build), !child.goodBuildsAtStart.contains(build) else { continue }
-            update(pid: child.pid) { $0.readySignal = (now, "it marked itself good") }
-        }
+        send(.goodBuilds(goodBuilds()))
     }
 }

@@ -34,9 +34,8 @@ extension Supervisor {
         }
     }
 
-    /// Starts a child on the listening sockets; nil (said on stderr) when posix_spawn failed.
-    func spawn(intended: BuildSlot?) -> SupervisedChild? {
-        restartAt = nil
+    /// Starts a child on the listening sockets, and says how that went as the machine's event.
+    func spawn(_ launch: SupervisorMachine.Launch, intended: BuildSlot?) -> SupervisorMachine.Event {
         var pipeFDs: [Int32] = [-1, -1]
         guard switchback_pipe_cloexec(&pipeFDs) == 0 else { Launcher.fail("supervisor: pipe failed: \(errorString(errno)).") }
         // Both ends above the descriptors the child gets, so no dup2 overwrites another.
@@ -73,14 +72,10 @@ extension Supervisor {
         close(writeEnd)
         if result != 0 {
             close(readEnd)
-            Launcher.printError("launcher: supervisor: starting the app failed: \(errorString(result)); retrying in \(backoff) ms.")
-            return nil
+            return .spawnFailed(launch, error: errorString(result))
         }
-        let deadline = settings.startDeadlineMilliseconds > 0 ? monotonicNow() + Double(settings.startDeadlineMilliseconds) / 1000 : nil
-        nextProbeAt = monotonicNow()
-        var child = SupervisedChild(pid: pid, intendedSlot: intended, reportFD: readEnd, deadline: deadline)
-        child.goodBuildsAtStart = goodBuildsNow
-        return child
+        reportFDs[pid] = readEnd
+        return .spawned(launch, pid: pid, intendedSlot: intended, goodBuilds: goodBuildsNow)
     }
 
     /// This process's environment without the variables the supervisor sets for its children.

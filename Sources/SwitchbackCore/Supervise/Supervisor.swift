@@ -22,8 +22,6 @@ public final class Supervisor {
     /// The variables a child gets from the supervisor, never from the supervisor's own parent.
     static let childVariables = ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_FDNAMES", "LISTEN_PID",
                                  "WATCHDOG_USEC", "WATCHDOG_PID", parentVariable, reportVariable]
-    /// How long a stopped child gets to write its backtrace before SIGKILL.
-    static let backtraceSeconds = 5.0
 
     /// True when this launcher should supervise: `SWITCHBACK_SUPERVISE=1|0`, else the manifest.
     public static func isEnabled(manifest: Manifest) -> Bool {
@@ -61,55 +59,50 @@ public final class Supervisor {
         unsetenv(parentVariable)
     }
 
-    // MARK: - The parent
+    // MARK: - The parent: the driver of SupervisorMachine
 
     let manifest: Manifest
     let directory: StateDirectory
     let trusted: Bool
     let settings: SupervisorSettings
-    var signalFD: Int32 = -1
-    var inotifyFD: Int32 = -1
     let notify: ChildNotifications
     let systemd: SystemdLink?
-    var nextSystemdPing = 0.0
+    let remoteCheck: RemoteCheckTrigger?
+    let startedAt = currentUnixTime()
     /// The listening sockets every child gets at fds 3..., with their names.
-    var listeners: [(fd: Int32, name: String, address: String)] = []
+    let listeners: [(fd: Int32, name: String, address: String)]
+    /// Every decision; the rest of this class is I/O.
+    var machine: SupervisorMachine
 
-    var serving: SupervisedChild?
-    var candidate: SupervisedChild?
-    var draining: [SupervisedChild] = []
+    var signalFD: Int32 = -1
+    var inotifyFD: Int32 = -1
+    var nextSystemdPing = 0.0
+    /// Each child's report pipe, until it named its slot or exited.
+    var reportFDs: [pid_t: Int32] = [:]
+    /// The readiness probe attempt under way (`SupervisorMachine.probing` names its child).
     var probe: (attempt: ReadinessProbe, pid: pid_t)?
-    var nextProbeAt = 0.0
-    /// Stop-first replacement (no listening sockets): the next child starts when this one exits.
-    var replacing = false
-    var lastSwitchFailure: SupervisorRecord.SwitchFailure?
     /// The health file as noticeGoodMarks last read it.
     var healthSeen: FileFingerprint?
-
-    var restarts = 0
-    var backoff: Int
-    var restartAt: Double?
-    var stopDeadline: Double?
-    var servingStatus: Int32 = 0
+    /// The state and health files as the persisted choice was last acted on.
     var watched: [FileFingerprint?] = []
-    var crashes: CrashWindow
-    let startedAt = currentUnixTime()
-    let remoteCheck: RemoteCheckTrigger?
 
     init(manifest: Manifest, directory: StateDirectory, trusted: Bool) {
         self.manifest = manifest
         self.directory = directory
         self.trusted = trusted
         settings = SupervisorSettings(manifest: manifest)
-        backoff = settings.backoffInitialMilliseconds
-        crashes = CrashWindow(limit: settings.crashLimit, windowMilliseconds: settings.crashWindowMilliseconds)
         remoteCheck = trusted ? Launcher.bundleRoot().flatMap {
             RemoteCheckTrigger(manifest: manifest, directory: directory, bundleRoot: $0)
         } : nil
         if let problem = SupervisorSettings.problem(in: manifest) { Launcher.fail(problem) }
         systemd = SystemdLink.take()
         do { notify = try ChildNotifications() } catch { Launcher.fail(error.message) }
-        listeners = Self.openListeners(settings.listen)
+        let listeners = Self.openListeners(settings.listen)
+        self.listeners = listeners
+        let shared = settings.readiness.address.map { address in listeners.contains { $0.address == address.description } } ?? false
+        machine = SupervisorMachine(.init(settings: settings, hasListeners: !listeners.isEmpty, probeSharesListener: shared,
+                                          currentVersion: manifest[.current].version, previousVersion: manifest[.previous].version,
+                                          supervisorPID: getpid()))
     }
 
     /// Supervises until the app exits 0 or the supervisor is told to stop; exits with the
@@ -127,13 +120,12 @@ public final class Supervisor {
         if signalFD < 0 { Launcher.fail("supervisor: signalfd failed: \(errorString(errno)).") }
         watchStateDirectory()
         watched = fingerprints()
-        serving = spawn(intended: desiredSlot(running: nil))
-        if serving == nil { scheduleRestart() }
+        send(.start)
         while true {
             var fds = [pollfd(fd: signalFD, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: notify.fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: inotifyFD, events: Int16(POLLIN), revents: 0)]
-            let reports = children.map(\.reportFD).filter { $0 >= 0 }
+            let reports = Array(reportFDs.values)
             fds += reports.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
             if let probe, let events = probe.attempt.events { fds.append(pollfd(fd: probe.attempt.fd, events: events, revents: 0)) }
             _ = poll(&fds, nfds_t(fds.count), Int32(nextTimeout()))
@@ -149,19 +141,69 @@ public final class Supervisor {
         }
     }
 
-    var children: [SupervisedChild] { [serving, candidate].compactMap { $0 } + draining }
+    /// Feeds one event to the machine and performs the actions it returns, in order.
+    func send(_ event: SupervisorMachine.Event) {
+        let actions = machine.handle(event, at: .init(monotonic: monotonicNow(), unix: currentUnixTime()))
+        for action in actions { perform(action) }
+    }
+
+    func perform(_ action: SupervisorMachine.Action) {
+        switch action {
+        case .spawn(let launch):
+            let intended: BuildSlot
+            if case .candidate(let slot) = launch { intended = slot } else { intended = desiredSlot(running: nil) }
+            send(spawn(launch, intended: intended))
+        case .kill(let pid, let signal):
+            kill(pid, signal)
+        case .drain(let pid):
+            kill(pid, switchback_drain_signal())
+        case .startProbe(let pid):
+            let attempt = ReadinessProbe(settings.readiness, childPID: pid, timeout: 1)
+            if let outcome = attempt.immediate {
+                send(.probeFinished(pid: pid, outcome))
+            } else {
+                probe = (attempt, pid)
+            }
+        case .cancelProbe(let pid):
+            guard let current = probe, current.pid == pid else {
+                send(.probeCancelled(pid: pid))
+                return
+            }
+            current.attempt.cancel()
+            // A command is reaped like a child: its exit finishes the probe.
+            if current.attempt.commandPID == nil {
+                probe = nil
+                send(.probeCancelled(pid: pid))
+            }
+        case .say(let text):
+            Launcher.printError("launcher: supervisor: \(text)")
+        case .notifySystemd(let lines):
+            if let systemd { SystemdLink.send(lines.joined(separator: "\n"), to: systemd.socket) }
+        case .recordHistory(let kind, let from, let to, let reason):
+            recordHistory(kind: kind, from: from, to: to, reason: reason)
+        case .recordGoodMark(let child, let how):
+            recordGoodMark(child, how: how)
+        case .countCrash(let slot, let build):
+            countCrash(slot: slot, build: build)
+        case .markBad(let slot, let build, let why):
+            markBad(slot: slot, build: build, why: why)
+        case .publish:
+            publish()
+        case .acknowledgeChoice:
+            watched = fingerprints()
+        case .reconsiderChoice:
+            watched = []
+        case .exit(let code):
+            finish(code)
+        }
+    }
 
     func nextTimeout() -> Int {
         let now = monotonicNow()
         // inotify wakes the loop for state changes; the poll period is the fallback.
         var timeout = Double(settings.pollMilliseconds) / 1000
-        var deadlines = [restartAt, stopDeadline].compactMap { $0 }
-        for child in children {
-            deadlines += [child.killAt, child.terminateAt, child.drainAgainAt, child.phase == .starting && child.stop == nil ? child.deadline : nil].compactMap { $0 }
-            if let signal = child.readySignal, child.phase == .starting { deadlines.append(signal.at + Double(settings.minReadyMilliseconds) / 1000) }
-            if child.phase == .ready, settings.watchdogMilliseconds > 0 { deadlines.append(child.lastWatchdogPing + Double(settings.watchdogMilliseconds) / 1000) }
-        }
-        if let probe { deadlines.append(probe.attempt.deadline) } else if settings.readiness != .mark, unreadyChild != nil { deadlines.append(nextProbeAt) }
+        var deadlines = [machine.nextDeadline].compactMap { $0 }
+        if let probe { deadlines.append(probe.attempt.deadline) }
         if systemd?.watchdogPeriod != nil { deadlines.append(nextSystemdPing) }
         for deadline in deadlines { timeout = min(timeout, max(0, deadline - now)) }
         return Int((timeout * 1000).rounded(.up))
@@ -170,47 +212,39 @@ public final class Supervisor {
     // MARK: Events
 
     func readReport(from fd: Int32) {
+        guard let pid = reportFDs.first(where: { $0.value == fd })?.key else { return }
         var buffer = [UInt8](repeating: 0, count: 256)
         let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
         var named = false
         if count > 0 {
             let words = String(decoding: buffer[0..<count], as: UTF8.self).split(whereSeparator: { $0 == " " || $0 == "\n" })
             if words.count >= 2, let slot = BuildSlot(rawValue: String(words[0])) {
-                update(reportFD: fd) {
-                    $0.slot = slot
-                    $0.build = String(words[1])
-                }
                 named = true
                 // Its good mark may already be in the health file: look again.
                 healthSeen = nil
-                publish()
+                send(.reported(pid: pid, slot: slot, build: String(words[1])))
             }
         }
         if count <= 0 || named {
             close(fd)
-            update(reportFD: fd) { $0.reportFD = -1 }
+            reportFDs[pid] = nil
         }
     }
 
     func handleNotifications() {
-        let now = monotonicNow()
         for message in notify.receive() {
-            update(pid: message.pid) { child in
-                for (key, value) in message.fields {
-                    switch key {
-                    case "READY" where value == "1":
-                        if child.readySignal == nil { child.readySignal = (now, "it said it was ready") }
-                    case "EXTEND_TIMEOUT_USEC":
-                        if let microseconds = Int(value), child.phase == .starting, let deadline = child.deadline {
-                            child.deadline = max(deadline, now + Double(min(microseconds, Int(Int32.max) * 1000)) / 1e6)
-                        }
-                    case "WATCHDOG" where value == "1":
-                        child.lastWatchdogPing = now
-                    case "X_SWITCHBACK_ADOPTED":
-                        child.hasAdoptedSocket = true
-                    default:
-                        break
-                    }
+            for (key, value) in message.fields {
+                switch key {
+                case "READY" where value == "1":
+                    send(.saidReady(pid: message.pid))
+                case "EXTEND_TIMEOUT_USEC":
+                    if let microseconds = Int(value) { send(.extendedTimeout(pid: message.pid, microseconds: microseconds)) }
+                case "WATCHDOG" where value == "1":
+                    send(.watchdogPing(pid: message.pid))
+                case "X_SWITCHBACK_ADOPTED":
+                    send(.adoptedSocket(pid: message.pid))
+                default:
+                    break
                 }
             }
         }
@@ -222,14 +256,8 @@ public final class Supervisor {
             let signal = Int32(info.ssi_signo)
             if signal == SIGCHLD {
                 reapChildren()
-            } else if signal == SIGTERM || signal == SIGINT {
-                guard !children.isEmpty else { finish(128 + signal) }
-                systemd?.send("STOPPING=1")
-                for child in children { kill(child.pid, signal) }
-                probe?.attempt.cancel()
-                if stopDeadline == nil { stopDeadline = monotonicNow() + Double(settings.graceMilliseconds) / 1000 }
-            } else if let serving {
-                kill(serving.pid, signal)
+            } else {
+                send(.signal(signal))
             }
         }
     }
@@ -241,141 +269,36 @@ public final class Supervisor {
             if pid <= 0 { return }
             if let current = probe, current.attempt.commandPID == pid {
                 probeFinished(current.attempt.commandExited(status), pid: current.pid)
-            } else if serving?.pid == pid {
-                servingExited(status)
-            } else if candidate?.pid == pid {
-                candidateExited(status)
-            } else if let index = draining.firstIndex(where: { $0.pid == pid }) {
-                let child = draining.remove(at: index)
-                if child.reportFD >= 0 { close(child.reportFD) }
-                if stopDeadline != nil, children.isEmpty { finish(servingStatus) }
+                continue
             }
+            // Its last report first: the slot it ran is in it.
+            if let fd = reportFDs[pid] {
+                readReport(from: fd)
+                if let fd = reportFDs.removeValue(forKey: pid) { close(fd) }
+            }
+            let how: SupervisorMachine.ExitStatus = switchback_exited(status) != 0
+                ? .exited(switchback_exit_code(status)) : .killed(signal: switchback_term_signal(status))
+            send(.exited(pid: pid, how))
         }
-    }
-
-    /// A child that exited: its last report read, its pipe closed, its probe stopped.
-    func retire(_ role: ReferenceWritableKeyPath<Supervisor, SupervisedChild?>) -> SupervisedChild? {
-        guard let reportFD = self[keyPath: role]?.reportFD else { return nil }
-        if reportFD >= 0 { readReport(from: reportFD) }
-        guard let child = self[keyPath: role] else { return nil }
-        self[keyPath: role] = nil
-        if child.reportFD >= 0 { close(child.reportFD) }
-        cancelProbe(of: child.pid)
-        return child
-    }
-
-    func servingExited(_ status: Int32) {
-        guard let child = retire(\.serving) else { return }
-        let cleanExit = switchback_exited(status) != 0 && switchback_exit_code(status) == 0
-        servingStatus = switchback_exited(status) != 0 ? switchback_exit_code(status) : 128 + switchback_term_signal(status)
-        if stopDeadline != nil {
-            if children.isEmpty { finish(servingStatus) }
-            return
-        }
-        if replacing {
-            replacing = false
-            serving = spawn(intended: desiredSlot(running: nil))
-            if serving == nil { scheduleRestart() }
-            publish()
-            return
-        }
-        // A candidate already starting takes over; it is what the choice wants anyway.
-        if let next = candidate {
-            candidate = nil
-            serving = next
-        }
-        if cleanExit && serving == nil { finish(0) }
-
-        restarts = min(restarts &+ 1, ValueRange.count.upperBound)
-        if monotonicNow() - child.startedAt >= Double(settings.backoffResetAfterMilliseconds) / 1000 {
-            backoff = settings.backoffInitialMilliseconds
-        }
-        let how = Self.describe(status)
-        if serving == nil {
-            Launcher.printError("launcher: supervisor: \(child.title) \(how); restarting in \(backoff) ms (restart \(restarts)).")
-        } else {
-            Launcher.printError("launcher: supervisor: \(child.title) \(how); \(serving!.title), already starting, takes over.")
-        }
-        if let slot = child.slot, let build = child.build, trusted, !cleanExit { countCrashOfGoodBuild(slot: slot, build: build) }
-        if serving == nil { scheduleRestart() }
-        publish()
-    }
-
-    func candidateExited(_ status: Int32) {
-        guard let child = retire(\.candidate) else { return }
-        if stopDeadline != nil {
-            if children.isEmpty { finish(servingStatus) }
-            return
-        }
-        let why: String
-        switch child.stop {
-        case .hung(let seconds): why = "it was not ready within \(Self.format(seconds)) s"
-        case .watchdog, nil: why = "it \(Self.describe(status)) before it was ready"
-        }
-        switchFailed(child, why: why)
-    }
-
-    /// A live switch that did not happen: the serving child goes on; status and history say
-    /// why; the choice is looked at again only when it changes again.
-    func switchFailed(_ child: SupervisedChild, why: String) {
-        let target = child.slot ?? child.intendedSlot ?? .current
-        let running = serving?.slot ?? target.other
-        let reason = "the switch to the \(target.rawValue) slot (\(manifest[target].version)) did not happen: \(why); the \(running.rawValue) slot (\(manifest[running].version)) keeps serving"
-        Launcher.printError("launcher: supervisor: \(HealthPolicy.capitalized(reason)).")
-        lastSwitchFailure = SupervisorRecord.SwitchFailure(slot: target, at: currentUnixTime(), reason: reason)
-        recordHistory(kind: .switchFailed, from: running, to: target, reason: reason)
-        watched = fingerprints()
-        if let serving { systemd?.send("READY=1", "STATUS=\(statusLine(serving)); \(reason)") }
-        publish()
     }
 
     func probeFinished(_ outcome: ReadinessProbe.Outcome, pid: pid_t) {
         probe = nil
-        nextProbeAt = monotonicNow() + Double(settings.probeIntervalMilliseconds) / 1000
-        guard outcome == .passed else { return }
-        // A probe of a shared address answers for a new child only once it holds the socket:
-        // until then the child it replaces is the one answering.
-        let shared = settings.readiness.address.map { address in listeners.contains { $0.address == address.description } } ?? false
-        let alone = serving?.pid == pid && candidate == nil
-        let how = "\(settings.readiness) passed"
-        update(pid: pid) { child in
-            if child.readySignal == nil, !shared || alone || child.hasAdoptedSocket {
-                child.readySignal = (monotonicNow(), how)
-            }
-        }
+        send(.probeFinished(pid: pid, outcome))
     }
 
     // MARK: Timers
 
     func tick() {
         let now = monotonicNow()
-        if let deadline = stopDeadline, now >= deadline {
-            for child in children { kill(child.pid, SIGKILL) }
-        }
-        for child in children {
-            if let killAt = child.killAt, now >= killAt { kill(child.pid, SIGKILL) }
-        }
-        for index in draining.indices {
-            if let again = draining[index].drainAgainAt, now >= again {
-                kill(draining[index].pid, switchback_drain_signal())
-                draining[index].drainAgainAt = nil
+        if !machine.isStopping {
+            noticeGoodMarks()
+            if let current = probe, now >= current.attempt.deadline {
+                current.attempt.cancel()
+                probeFinished(.failed("timed out"), pid: current.pid)
             }
-            guard let terminateAt = draining[index].terminateAt, now >= terminateAt else { continue }
-            kill(draining[index].pid, SIGTERM)
-            draining[index].terminateAt = nil
-            draining[index].killAt = now + Double(settings.graceMilliseconds) / 1000
         }
-        if stopDeadline == nil {
-            noticeGoodMarks(now: now)
-            checkStartingChildren(now: now)
-            checkWatchdog(now: now)
-            runProbe(now: now)
-        }
-        if let at = restartAt, now >= at, serving == nil, candidate == nil, stopDeadline == nil {
-            serving = spawn(intended: desiredSlot(running: nil))
-            if serving == nil { scheduleRestart() }
-            publish()
-        }
+        send(.tick)
         if let period = systemd?.watchdogPeriod, now >= nextSystemdPing {
             systemd?.send("WATCHDOG=1")
             nextSystemdPing = now + period
@@ -388,111 +311,6 @@ public final class Supervisor {
         watchPersistedChoice()
     }
 
-    /// Unready children: the ready signal plus the minimum time makes them ready; the
-    /// deadline stops them (SIGABRT first, for a backtrace).
-    func checkStartingChildren(now: Double) {
-        if let child = serving, let ready = checkStarting(child, now: now, replacing: nil) {
-            serving = ready.child
-            if ready.isReady { childBecameReady(pid: child.pid) }
-        }
-        if let child = candidate, let ready = checkStarting(child, now: now, replacing: serving?.slot) {
-            candidate = ready.child
-            if ready.isReady { childBecameReady(pid: child.pid) }
-        }
-    }
-
-    /// The child as it is now, and whether it just became ready; nil when nothing changed.
-    func checkStarting(_ child: SupervisedChild, now: Double, replacing running: BuildSlot?) -> (child: SupervisedChild, isReady: Bool)? {
-        guard child.phase == .starting, child.stop == nil else { return nil }
-        var child = child
-        if let signal = child.readySignal, now >= signal.at + Double(settings.minReadyMilliseconds) / 1000 {
-            child.phase = .ready
-            child.lastWatchdogPing = now
-            return (child, true)
-        }
-        guard let deadline = child.deadline, now >= deadline else { return nil }
-        // The deadline it had (extensions included), not the moment this tick ran.
-        let seconds = deadline - child.startedAt
-        child.stop = .hung(seconds: seconds)
-        child.killAt = now + Self.backtraceSeconds
-        kill(child.pid, SIGABRT)
-        let slot = child.slot ?? child.intendedSlot ?? .current
-        let reason = "\(child.title) was not ready within \(Self.format(seconds)) s (supervise.start_deadline_ms); stopped with SIGABRT for a backtrace, counted as a failed start"
-        Launcher.printError("launcher: supervisor: \(HealthPolicy.capitalized(reason)).")
-        recordHistory(kind: .hungStart, from: running ?? slot, to: slot, reason: reason)
-        return (child, false)
-    }
-
-    func childBecameReady(pid: pid_t) {
-        cancelProbe(of: pid)
-        if var child = candidate, child.pid == pid {
-            // The switch: the new child serves; the old one stops gracefully.
-            candidate = nil
-            if var old = serving {
-                // Out of the accept pool first: connections it accepted just before get their
-                // requests read, so its graceful stop finishes them instead of dropping them.
-                kill(old.pid, switchback_drain_signal())
-                old.phase = .draining
-                old.terminateAt = monotonicNow() + Double(settings.drainMilliseconds) / 1000
-                old.drainAgainAt = monotonicNow() + Double(settings.drainMilliseconds) / 2000
-                draining.append(old)
-                Launcher.printError("launcher: supervisor: \(child.title) is ready (\(child.readySignal?.how ?? "ready")); stopping \(old.title) gracefully.")
-            }
-            child.phase = .ready
-            serving = child
-            lastSwitchFailure = nil
-        }
-        guard let serving, serving.pid == pid else { return }
-        if let how = serving.readySignal?.how { recordGoodMark(serving, how: how) }
-        systemd?.send("READY=1", "STATUS=\(statusLine(serving))", "MAINPID=\(getpid())")
-        publish()
-        // The choice may have changed again while the candidate started.
-        watched = []
-    }
-
-    func checkWatchdog(now: Double) {
-        guard settings.watchdogMilliseconds > 0, var child = serving, child.phase == .ready, child.stop == nil,
-              now - child.lastWatchdogPing >= Double(settings.watchdogMilliseconds) / 1000 else { return }
-        child.stop = .watchdog
-        child.killAt = now + Self.backtraceSeconds
-        serving = child
-        kill(child.pid, SIGABRT)
-        Launcher.printError("launcher: supervisor: \(child.title) sent no WATCHDOG=1 within \(settings.watchdogMilliseconds) ms (supervise.watchdog_ms); stopped with SIGABRT for a backtrace, counted as a crash.")
-    }
-
-    /// The probe runs against the one unready child, every interval, one attempt at a time.
-    var unreadyChild: SupervisedChild? {
-        [candidate, serving].compactMap { $0 }.first { $0.phase == .starting && $0.stop == nil && $0.readySignal == nil }
-    }
-
-    func runProbe(now: Double) {
-        if let current = probe, now >= current.attempt.deadline {
-            current.attempt.cancel()
-            probeFinished(.failed("timed out"), pid: current.pid)
-        }
-        guard settings.readiness != .mark, probe == nil, now >= nextProbeAt, let child = unreadyChild else { return }
-        let attempt = ReadinessProbe(settings.readiness, childPID: child.pid, timeout: 1)
-        if let outcome = attempt.immediate {
-            probeFinished(outcome, pid: child.pid)
-        } else {
-            probe = (attempt, child.pid)
-        }
-    }
-
-    func cancelProbe(of pid: pid_t) {
-        guard let current = probe, current.pid == pid else { return }
-        current.attempt.cancel()
-        if current.attempt.commandPID == nil { probe = nil }
-    }
-
-    func scheduleRestart() {
-        restartAt = monotonicNow() + Double(backoff) / 1000
-        // Settings are at most 2^31 - 1 ms (ValueRange.duration), but double without trapping
-        // whatever a manifest made in code holds.
-        let doubled = backoff.multipliedReportingOverflow(by: 2)
-        backoff = doubled.overflow ? settings.backoffMaxMilliseconds : min(doubled.partialValue, settings.backoffMaxMilliseconds)
-    }
-
     // MARK: Records
 
     func recordHistory(kind: HistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String) {
@@ -503,46 +321,21 @@ public final class Supervisor {
         }
     }
 
-    func statusLine(_ child: SupervisedChild) -> String {
-        let slot = child.slot ?? child.intendedSlot ?? .current
-        return "Running the \(slot.rawValue) slot (\(manifest[slot].version)), pid \(child.pid)"
-    }
-
     func publish() {
         guard trusted else { return }
         let now = monotonicNow()
+        let serving = machine.serving, candidate = machine.candidate
         SupervisorRecord(pid: getpid(), startedAt: startedAt, childPID: serving?.pid, childSlot: serving?.slot,
                          childStartedAt: serving.map { currentUnixTime() - Int64(now - $0.startedAt) },
-                         restarts: restarts, childReady: serving.map { $0.phase == .ready },
+                         restarts: machine.restarts, childReady: serving.map { $0.phase == .ready },
                          candidatePID: candidate?.pid, candidateSlot: candidate.flatMap { $0.slot ?? $0.intendedSlot },
-                         switchFailure: lastSwitchFailure).save(in: directory)
+                         switchFailure: machine.switchFailure).save(in: directory)
     }
 
     func finish(_ status: Int32) -> Never {
         if trusted { try? FileSystem.remove(SupervisorRecord.path(in: directory)) }
         notify.remove()
         exit(status)
-    }
-
-    // MARK: Helpers
-
-    func update(pid: pid_t, _ body: (inout SupervisedChild) -> Void) {
-        if serving?.pid == pid { body(&serving!) } else if candidate?.pid == pid { body(&candidate!) }
-        else if let index = draining.firstIndex(where: { $0.pid == pid }) { body(&draining[index]) }
-    }
-
-    func update(reportFD fd: Int32, _ body: (inout SupervisedChild) -> Void) {
-        if serving?.reportFD == fd { body(&serving!) } else if candidate?.reportFD == fd { body(&candidate!) }
-        else if let index = draining.firstIndex(where: { $0.reportFD == fd }) { body(&draining[index]) }
-    }
-
-    static func describe(_ status: Int32) -> String {
-        switchback_exited(status) != 0 ? "exited with code \(switchback_exit_code(status))" : "was killed by signal \(switchback_term_signal(status))"
-    }
-
-    static func format(_ seconds: Double) -> String {
-        let tenths = Int((seconds * 10).rounded())
-        return tenths % 10 == 0 ? String(tenths / 10) : "\(tenths / 10).\(tenths % 10)"
     }
 }
 

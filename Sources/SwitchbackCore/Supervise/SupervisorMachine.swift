@@ -1,0 +1,444 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every decision of supervise mode, as a value: which children exist and what each is
+/// doing, when the next restart comes, when a switch happens or fails. `handle(_:at:)` takes
+/// one event (a child spawned, said it was ready, exited; a signal; a timer tick; the
+/// persisted choice selecting a slot) and returns the actions for the driver (`Supervisor`)
+/// to perform in order. It does no I/O and reads no clock: time comes with each event, so
+/// every transition is tested without processes or sleeps (docs/design.md, "The supervisor").
+struct SupervisorMachine {
+    /// What the supervisor is doing. Children being drained after a live switch are kept
+    /// apart (`draining`): they leave in every state.
+    enum State: Equatable {
+        /// Before the first start.
+        case idle
+        /// One child, starting or ready, serving.
+        case running(SupervisedChild)
+        /// A live switch: the candidate starts beside the serving child on the same sockets.
+        case switching(serving: SupervisedChild, candidate: SupervisedChild)
+        /// A stop-first switch (no listening sockets, or the child was not ready): the child
+        /// was sent SIGTERM; the wanted slot starts when it exits.
+        case replacing(SupervisedChild)
+        /// No child: the next start is due at `until` (monotonic seconds).
+        case backingOff(until: Double)
+        /// SIGTERM or SIGINT: the children were told to stop; SIGKILL at `deadline`.
+        case stopping(deadline: Double, serving: SupervisedChild?, candidate: SupervisedChild?)
+        /// Done: the driver exits with the code.
+        case stopped(exitCode: Int32)
+    }
+
+    /// Why a child is started; the driver hands it back with the outcome.
+    enum Launch: Equatable {
+        /// The first child.
+        case first
+        /// After a crash or a failed spawn, when the backoff ran out.
+        case restart
+        /// After a stop-first switch: the replaced child exited.
+        case replacement
+        /// A live switch to the slot.
+        case candidate(BuildSlot)
+    }
+
+    /// How a child ended, as `waitpid` said.
+    enum ExitStatus: Equatable {
+        case exited(Int32)
+        case killed(signal: Int32)
+
+        /// Its exit code, or 128 + the signal that killed it: what the supervisor exits with.
+        var code: Int32 {
+            switch self {
+            case .exited(let code): return code
+            case .killed(let signal): return 128 + signal
+            }
+        }
+
+        var description: String {
+            switch self {
+            case .exited(let code): return "exited with code \(code)"
+            case .killed(let signal): return "was killed by signal \(signal)"
+            }
+        }
+    }
+
+    /// The two clocks an event happened at: monotonic seconds for timers, Unix seconds for
+    /// what is recorded.
+    struct Moment: Equatable {
+        var monotonic: Double
+        var unix: Int64
+    }
+
+    enum Event: Equatable {
+        /// The supervisor starts.
+        case start
+        /// The driver started a child for `launch`; `goodBuilds` is what the health file
+        /// called good just before.
+        case spawned(Launch, pid: pid_t, intendedSlot: BuildSlot?, goodBuilds: Set<String>)
+        /// Starting a child failed (posix_spawn's error, as a phrase).
+        case spawnFailed(Launch, error: String)
+        /// A child named its slot and build on its report pipe.
+        case reported(pid: pid_t, slot: BuildSlot, build: String)
+        /// sd_notify from a child: `READY=1`.
+        case saidReady(pid: pid_t)
+        /// sd_notify: `EXTEND_TIMEOUT_USEC=`.
+        case extendedTimeout(pid: pid_t, microseconds: Int)
+        /// sd_notify: `WATCHDOG=1`.
+        case watchdogPing(pid: pid_t)
+        /// sd_notify: `X_SWITCHBACK_ADOPTED=1`, the child holds an inherited listening socket.
+        case adoptedSocket(pid: pid_t)
+        /// The builds the health file calls good, read again because it changed.
+        case goodBuilds(Set<String>)
+        /// The readiness probe of a child finished.
+        case probeFinished(pid: pid_t, ReadinessProbe.Outcome)
+        /// The probe of a child was cancelled and nothing of it runs any more.
+        case probeCancelled(pid: pid_t)
+        /// A child exited.
+        case exited(pid: pid_t, ExitStatus)
+        /// A signal to the supervisor other than SIGCHLD.
+        case signal(Int32)
+        /// Time passed: the timers are looked at.
+        case tick
+        /// The persisted choice changed and now selects this slot (`desiredSlot(running:)`).
+        case choiceSelects(BuildSlot)
+        /// A build the health file calls good exited abnormally (the driver's answer to
+        /// `countCrash`).
+        case goodBuildCrashed(slot: BuildSlot, build: String)
+    }
+
+    enum Action: Equatable {
+        /// Start a child; its intended slot is the candidate's, else `desiredSlot(running: nil)`.
+        /// The driver answers with `.spawned` or `.spawnFailed`.
+        case spawn(Launch)
+        case kill(pid: pid_t, signal: Int32)
+        /// The drain signal: out of the accept pool.
+        case drain(pid: pid_t)
+        case startProbe(pid: pid_t)
+        /// The driver answers with `.probeCancelled` once nothing of the probe runs.
+        case cancelProbe(pid: pid_t)
+        /// A line on stderr after "launcher: supervisor: ".
+        case say(String)
+        case notifySystemd([String])
+        case recordHistory(HistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String)
+        /// Mark the ready child's build good, as the app would have (when trusted).
+        case recordGoodMark(SupervisedChild, how: String)
+        /// A child of a build exited abnormally: the driver answers `goodBuildCrashed` when the
+        /// health file calls the build good.
+        case countCrash(slot: BuildSlot, build: String)
+        /// A good build crashed `crash_limit` times within the window: record it bad (when
+        /// trusted) and choose the other slot when it is not bad too.
+        case markBad(slot: BuildSlot, build: String, why: String)
+        /// Save the supervisor record from `serving`, `candidate`, `restarts`, `switchFailure`.
+        case publish
+        /// The persisted choice as it is now has been acted on: look again when it changes.
+        case acknowledgeChoice
+        /// Look at the persisted choice again at the next tick, changed or not.
+        case reconsiderChoice
+        /// Remove the record and exit with the code.
+        case exit(Int32)
+    }
+
+    /// What the machine is told once: the settings, the sockets, the versions.
+    struct Configuration {
+        var settings: SupervisorSettings
+        /// Whether children get listening sockets (a switch then starts the new child first).
+        var hasListeners: Bool
+        /// Whether the readiness probe's address is one of the shared listening sockets.
+        var probeSharesListener: Bool
+        var currentVersion: String
+        var previousVersion: String
+        /// The supervisor's own pid, for `MAINPID=`.
+        var supervisorPID: pid_t
+
+        func version(_ slot: BuildSlot) -> String { slot == .current ? currentVersion : previousVersion }
+    }
+
+    /// How long a stopped child gets to write its backtrace before SIGKILL.
+    static let backtraceSeconds = 5.0
+
+    let configuration: Configuration
+    // Changed only by handle(_:at:) and its transitions (here and in +Transitions).
+    var state = State.idle
+    /// Old children leaving after a live switch.
+    var draining: [SupervisedChild] = []
+    /// Abnormal exits so far (published).
+    var restarts = 0
+    /// The next restart delay, in milliseconds.
+    var backoff: Int
+    /// What the supervisor exits with when it is told to stop: the last serving child's status.
+    var exitStatus: Int32 = 0
+    /// The last live switch that did not happen, until one does.
+    var switchFailure: SupervisorRecord.SwitchFailure?
+    /// The child whose readiness probe runs (one attempt at a time).
+    var probing: pid_t?
+    var nextProbeAt = 0.0
+    /// Crashes of good builds within the window.
+    var crashes: CrashWindow
+
+    init(_ configuration: Configuration) {
+        self.configuration = configuration
+        backoff = configuration.settings.backoffInitialMilliseconds
+        crashes = CrashWindow(limit: configuration.settings.crashLimit, windowMilliseconds: configuration.settings.crashWindowMilliseconds)
+    }
+
+    var settings: SupervisorSettings { configuration.settings }
+
+    // MARK: - Queries
+
+    /// The child that serves (or is being stopped), if any.
+    var serving: SupervisedChild? {
+        switch state {
+        case .running(let child), .switching(let child, _), .replacing(let child): return child
+        case .stopping(_, let child, _): return child
+        case .idle, .backingOff, .stopped: return nil
+        }
+    }
+
+    /// The new child of a live switch, if any.
+    var candidate: SupervisedChild? {
+        switch state {
+        case .switching(_, let child): return child
+        case .stopping(_, _, let child): return child
+        default: return nil
+        }
+    }
+
+    var children: [SupervisedChild] { [serving, candidate].compactMap { $0 } + draining }
+
+    var isStopping: Bool {
+        if case .stopping = state { return true }
+        return false
+    }
+
+    /// The slot of the serving child when the persisted choice is to be watched: one ready or
+    /// starting child that named its slot, no switch under way, not stopping.
+    var watchedSlot: BuildSlot? {
+        guard case .running(let child) = state, child.stop == nil else { return nil }
+        return child.slot
+    }
+
+    /// Whether a starting child waits for a good mark of its build (the health file is worth
+    /// reading).
+    var awaitsGoodMark: Bool {
+        !isStopping && children.contains { $0.phase == .starting && $0.stop == nil && $0.readySignal == nil && $0.build != nil }
+    }
+
+    /// The one unready child a probe runs against: the candidate first.
+    var unreadyChild: SupervisedChild? {
+        [candidate, serving].compactMap { $0 }.first { $0.phase == .starting && $0.stop == nil && $0.readySignal == nil }
+    }
+
+    /// The machine's next timer (monotonic seconds), if any.
+    var nextDeadline: Double? {
+        var deadlines: [Double] = []
+        switch state {
+        case .backingOff(let until): deadlines.append(until)
+        case .stopping(let deadline, _, _): deadlines.append(deadline)
+        default: break
+        }
+        for child in children {
+            deadlines += [child.killAt, child.terminateAt, child.drainAgainAt,
+                          child.phase == .starting && child.stop == nil ? child.deadline : nil].compactMap { $0 }
+            if let signal = child.readySignal, child.phase == .starting { deadlines.append(signal.at + Double(settings.minReadyMilliseconds) / 1000) }
+            if child.phase == .ready, settings.watchdogMilliseconds > 0 { deadlines.append(child.lastWatchdogPing + Double(settings.watchdogMilliseconds) / 1000) }
+        }
+        if probing == nil, settings.readiness != .mark, unreadyChild != nil { deadlines.append(nextProbeAt) }
+        return deadlines.min()
+    }
+
+    // MARK: - Events
+
+    mutating func handle(_ event: Event, at now: Moment) -> [Action] {
+        if case .stopped = state { return [] }
+        switch event {
+        case .start:
+            guard case .idle = state else { return [] }
+            return [.spawn(.first)]
+        case .spawned(let launch, let pid, let intended, let good):
+            return spawned(launch, pid: pid, intended: intended, good: good, now: now)
+        case .spawnFailed(let launch, let error):
+            return spawnFailed(launch, error: error, now: now)
+        case .reported(let pid, let slot, let build):
+            let found = update(pid) {
+                $0.slot = slot
+                $0.build = build
+            }
+            return found ? [.publish] : []
+        case .saidReady(let pid):
+            update(pid) { child in
+                if child.readySignal == nil { child.readySignal = .init(at: now.monotonic, how: "it said it was ready") }
+            }
+            return []
+        case .extendedTimeout(let pid, let microseconds):
+            update(pid) { child in
+                if child.phase == .starting, let deadline = child.deadline {
+                    child.deadline = max(deadline, now.monotonic + Double(min(microseconds, Int(Int32.max) * 1000)) / 1e6)
+                }
+            }
+            return []
+        case .watchdogPing(let pid):
+            update(pid) { $0.lastWatchdogPing = now.monotonic }
+            return []
+        case .adoptedSocket(let pid):
+            update(pid) { $0.hasAdoptedSocket = true }
+            return []
+        case .goodBuilds(let good):
+            for child in [serving, candidate].compactMap({ $0 }) {
+                guard child.phase == .starting, child.stop == nil, child.readySignal == nil, let build = child.build,
+                      good.contains(build), !child.goodBuildsAtStart.contains(build) else { continue }
+                update(child.pid) { $0.readySignal = .init(at: now.monotonic, how: "it marked itself good") }
+            }
+            return []
+        case .probeFinished(let pid, let outcome):
+            probeFinished(pid: pid, outcome: outcome, now: now)
+            return []
+        case .probeCancelled(let pid):
+            if probing == pid { probing = nil }
+            return []
+        case .exited(let pid, let status):
+            return exited(pid: pid, status: status, now: now)
+        case .signal(let signal):
+            return received(signal, now: now)
+        case .tick:
+            return tick(now: now)
+        case .choiceSelects(let wanted):
+            return choiceSelects(wanted, now: now)
+        case .goodBuildCrashed(let slot, let build):
+            guard crashes.record(build: build, at: Int64(now.monotonic * 1000)) else { return [] }
+            let why = "crashed \(settings.crashLimit) times within \(settings.crashWindowMilliseconds / 1000) s after it was marked good"
+            return [.markBad(slot: slot, build: build, why: why)]
+        }
+    }
+
+    private mutating func spawned(_ launch: Launch, pid: pid_t, intended: BuildSlot?, good: Set<String>, now: Moment) -> [Action] {
+        let deadline = settings.startDeadlineMilliseconds > 0 ? now.monotonic + Double(settings.startDeadlineMilliseconds) / 1000 : nil
+        let child = SupervisedChild(pid: pid, intendedSlot: intended, startedAt: now.monotonic, deadline: deadline, goodBuildsAtStart: good)
+        nextProbeAt = now.monotonic
+        switch launch {
+        case .first:
+            state = .running(child)
+            return []
+        case .restart, .replacement:
+            state = .running(child)
+            return [.publish]
+        case .candidate:
+            guard case .running(let serving) = state else { return [.kill(pid: pid, signal: SIGKILL)] }
+            state = .switching(serving: serving, candidate: child)
+            return [.publish]
+        }
+    }
+
+    private mutating func spawnFailed(_ launch: Launch, error: String, now: Moment) -> [Action] {
+        let said = Action.say("starting the app failed: \(error); retrying in \(backoff) ms.")
+        switch launch {
+        case .first:
+            scheduleRestart(now: now)
+            return [said]
+        case .restart, .replacement:
+            scheduleRestart(now: now)
+            return [said, .publish]
+        case .candidate(let wanted):
+            switchFailure = .init(slot: wanted, at: now.unix, reason: "the \(wanted.rawValue) slot could not be started")
+            return [said, .publish]
+        }
+    }
+
+    private mutating func probeFinished(pid: pid_t, outcome: ReadinessProbe.Outcome, now: Moment) {
+        probing = nil
+        nextProbeAt = now.monotonic + Double(settings.probeIntervalMilliseconds) / 1000
+        guard outcome == .passed else { return }
+        // A probe of a shared address answers for a new child only once it holds the socket:
+        // until then the child it replaces is the one answering.
+        let alone = serving?.pid == pid && candidate == nil
+        let shared = configuration.probeSharesListener
+        let how = "\(settings.readiness) passed"
+        update(pid) { child in
+            if child.readySignal == nil, !shared || alone || child.hasAdoptedSocket {
+                child.readySignal = .init(at: now.monotonic, how: how)
+            }
+        }
+    }
+
+    private mutating func choiceSelects(_ wanted: BuildSlot, now: Moment) -> [Action] {
+        guard case .running(var running) = state, let runningSlot = running.slot, running.stop == nil, wanted != runningSlot else { return [] }
+        if !configuration.hasListeners || running.phase != .ready {
+            running.killAt = now.monotonic + Double(settings.graceMilliseconds) / 1000
+            state = .replacing(running)
+            return [.say("the persisted choice now selects the \(wanted.rawValue) slot; replacing \(running.title)."),
+                    .kill(pid: running.pid, signal: SIGTERM)]
+        }
+        return [.say("the persisted choice now selects the \(wanted.rawValue) slot; starting it beside \(running.title), which serves until it is ready."),
+                .notifySystemd(["RELOADING=1", "STATUS=Switching to the \(wanted.rawValue) slot (\(configuration.version(wanted)))",
+                                "MONOTONIC_USEC=\(Int64(now.monotonic * 1e6))"]),
+                .spawn(.candidate(wanted))]
+    }
+
+    private mutating func received(_ signal: Int32, now: Moment) -> [Action] {
+        guard signal == SIGTERM || signal == SIGINT else {
+            return serving.map { [.kill(pid: $0.pid, signal: signal)] } ?? []
+        }
+        let all = children
+        guard !all.isEmpty else {
+            state = .stopped(exitCode: 128 + signal)
+            return [.exit(128 + signal)]
+        }
+        var actions: [Action] = [.notifySystemd(["STOPPING=1"])]
+        actions += all.map { .kill(pid: $0.pid, signal: signal) }
+        if let probing { actions.append(.cancelProbe(pid: probing)) }
+        if !isStopping {
+            state = .stopping(deadline: now.monotonic + Double(settings.graceMilliseconds) / 1000, serving: serving, candidate: candidate)
+        }
+        return actions
+    }
+
+    // MARK: Helpers
+
+    /// Applies `body` to the child with `pid`, wherever it is; false when there is none.
+    @discardableResult
+    mutating func update(_ pid: pid_t, _ body: (inout SupervisedChild) -> Void) -> Bool {
+        switch state {
+        case .running(var child) where child.pid == pid:
+            body(&child)
+            state = .running(child)
+            return true
+        case .replacing(var child) where child.pid == pid:
+            body(&child)
+            state = .replacing(child)
+            return true
+        case .switching(var serving, var candidate) where serving.pid == pid || candidate.pid == pid:
+            if serving.pid == pid { body(&serving) } else { body(&candidate) }
+            state = .switching(serving: serving, candidate: candidate)
+            return true
+        case .stopping(let deadline, var serving, var candidate) where serving?.pid == pid || candidate?.pid == pid:
+            if serving?.pid == pid { body(&serving!) } else { body(&candidate!) }
+            state = .stopping(deadline: deadline, serving: serving, candidate: candidate)
+            return true
+        default:
+            guard let index = draining.firstIndex(where: { $0.pid == pid }) else { return false }
+            body(&draining[index])
+            return true
+        }
+    }
+
+    mutating func scheduleRestart(now: Moment) {
+        state = .backingOff(until: now.monotonic + Double(backoff) / 1000)
+        // Settings are at most 2^31 - 1 ms (ValueRange.duration), but double without trapping
+        // whatever a manifest made in code holds.
+        let doubled = backoff.multipliedReportingOverflow(by: 2)
+        backoff = doubled.overflow ? settings.backoffMaxMilliseconds : min(doubled.partialValue, settings.backoffMaxMilliseconds)
+    }
+
+    /// The probe of a child that exited or became ready is of no use any more.
+    func cancellingProbe(of pid: pid_t) -> [Action] {
+        probing == pid ? [.cancelProbe(pid: pid)] : []
+    }
+
+    func statusLine(_ child: SupervisedChild) -> String {
+        "Running the \(child.knownSlot.rawValue) slot (\(configuration.version(child.knownSlot))), pid \(child.pid)"
+    }
+
+    static func format(_ seconds: Double) -> String {
+        let tenths = Int((seconds * 10).rounded())
+        return tenths % 10 == 0 ? String(tenths / 10) : "\(tenths / 10).\(tenths % 10)"
+    }
+}
