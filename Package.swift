@@ -49,12 +49,12 @@ let package = Package(
         .executableTarget(name: "switchback-bundle", dependencies: ["SwitchbackBundler"]),
         // State, manifest, decision and loading: no Foundation, so the launcher stays thin.
         // Wrappers of the C calls Swift cannot make (prctl, the wait(2) macros).
-        .target(name: "SwitchbackSystem"),
+        .target(name: "CSwitchbackSystem"),
         // The one file-system layer every writer uses (directories opened and checked once,
         // everything relative to their descriptor, no link followed), Glibc only: the
         // launcher, rollbackctl, the SDK and AppVersions all write through it.
         .target(name: "SwitchbackFiles"),
-        .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract", "SwitchbackSystem", "SwitchbackFiles", "SystemdNotify"]),
+        .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract", "CSwitchbackSystem", "SwitchbackFiles", "SystemdNotify"]),
         // The launcher's `bind`, which hands a supervised child the supervisor's listening
         // socket when the app binds that address itself (docs/supervise.md). Only the
         // launcher links it; scripts/bundle exports the symbol from the launcher.

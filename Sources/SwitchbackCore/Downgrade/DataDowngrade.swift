@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import SwitchbackContract
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// Makes the app's data readable by the previous slot before a switch to it, by running
 /// the current build's downgrade entry point (`switchback_downgrade`) in a process of its

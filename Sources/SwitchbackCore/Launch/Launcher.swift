@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import SwitchbackContract
-import SwitchbackSystem
+import CSwitchbackSystem
 import SystemdNotify
 
 /// The launcher's whole start-up: find the bundle, read the manifest and the state, decide,

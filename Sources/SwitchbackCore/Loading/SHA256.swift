@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// SHA-256 from the system's OpenSSL libcrypto, opened with `dlopen` on first use rather
 /// than linked: linking it costs about 2 ms at every start, and the launcher hashes a slot

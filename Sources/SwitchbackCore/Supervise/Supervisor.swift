@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// Supervise mode: a parent that never loads AppCore starts the chosen slot in a child (the
 /// same launcher, re-executed), restarts it with exponential backoff when it exits
