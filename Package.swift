@@ -58,8 +58,8 @@ let package = Package(
         // The launcher's `bind`, which hands a supervised child the supervisor's listening
         // socket when the app binds that address itself (docs/supervise.md). Only the
         // launcher links it; scripts/bundle exports the symbol from the launcher.
-        .target(name: "SwitchbackListen"),
-        .executableTarget(name: "launcher", dependencies: ["SwitchbackCore", "SwitchbackContract", "SwitchbackListen"]),
+        .target(name: "CSwitchbackListen"),
+        .executableTarget(name: "launcher", dependencies: ["SwitchbackCore", "SwitchbackContract", "CSwitchbackListen"]),
         .target(name: "RollbackCtlKit", dependencies: ["SwitchbackCore", "SwitchbackContract"]),
         .executableTarget(name: "rollbackctl", dependencies: ["RollbackCtlKit"]),
         // Remote directives (docs/remote.md): the system's libcrypto through a module map,

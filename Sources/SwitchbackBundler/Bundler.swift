@@ -109,7 +109,7 @@ public struct Bundler {
             .runUnlessUnchanged(log: work + "/logs/rollbackctl-remote.log", what: "rollbackctl-remote")
         say("building the launcher and rollbackctl without the Concurrency and StringProcessing runtimes")
         // They use neither, and each runtime a program links sits in every symbol lookup of
-        // every start. The launcher exports `bind`, `accept` and `accept4` (SwitchbackListen:
+        // every start. The launcher exports `bind`, `accept` and `accept4` (CSwitchbackListen:
         // docs/supervise.md); their C code carries DWARF 4, which Debian 12's valgrind reads.
         let lean = ["-Xswiftc", "-Xfrontend", "-Xswiftc", "-disable-implicit-concurrency-module-import",
                     "-Xswiftc", "-Xfrontend", "-Xswiftc", "-disable-implicit-string-processing-module-import",

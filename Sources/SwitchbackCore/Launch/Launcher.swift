@@ -16,7 +16,7 @@ public enum Launcher {
     public static let failureExitCode: Int32 = 70
 
     /// How the launcher executable hands inherited listening sockets to the app's own
-    /// `bind` (SwitchbackListen): first descriptor, count, the notify socket to tell, the
+    /// `bind` (CSwitchbackListen): first descriptor, count, the notify socket to tell, the
     /// drain signal (0: none).
     public typealias ListenerAdoption = @convention(c) (Int32, Int32, UnsafePointer<CChar>?, Int32) -> Int32
 
