@@ -28,18 +28,18 @@ let package = Package(
     ],
     targets: [
         // The contract between launcher and AppCore: one C header, nothing else crosses.
-        .target(name: "SwitchbackContract"),
+        .target(name: "CSwitchbackContract"),
         // The SDK: the contract's exports (entry point, downgrade, stamp, version, build) for
         // the app's library, the app's registration, its launch info and its data lifecycle.
         .target(
             name: "SwitchbackSDKSupport",
-            dependencies: ["SwitchbackContract"],
+            dependencies: ["CSwitchbackContract"],
             cSettings: [
                 .define("SWITCHBACK_APP_VERSION", to: "\"\(appVersion)\""),
                 .define("SWITCHBACK_APP_BUILD", to: "\"\(appBuild)\""),
             ]
         ),
-        .target(name: "Switchback", dependencies: ["SwitchbackSDKSupport", "SwitchbackContract", "AppVersions", "SwitchbackFiles", "SystemdNotify"]),
+        .target(name: "Switchback", dependencies: ["SwitchbackSDKSupport", "CSwitchbackContract", "AppVersions", "SwitchbackFiles", "SystemdNotify"]),
         // systemd's sd_notify protocol without libsystemd (READY=1, EXTEND_TIMEOUT_USEC=, WATCHDOG=1),
         // Glibc only: the SDK and AppVersions tell systemd, or the supervisor, how a start goes.
         .target(name: "SystemdNotify"),
@@ -54,13 +54,13 @@ let package = Package(
         // everything relative to their descriptor, no link followed), Glibc only: the
         // launcher, rollbackctl, the SDK and AppVersions all write through it.
         .target(name: "SwitchbackFiles"),
-        .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract", "CSwitchbackSystem", "SwitchbackFiles", "SystemdNotify"]),
+        .target(name: "SwitchbackCore", dependencies: ["CSwitchbackContract", "CSwitchbackSystem", "SwitchbackFiles", "SystemdNotify"]),
         // The launcher's `bind`, which hands a supervised child the supervisor's listening
         // socket when the app binds that address itself (docs/supervise.md). Only the
         // launcher links it; scripts/bundle exports the symbol from the launcher.
         .target(name: "CSwitchbackListen"),
-        .executableTarget(name: "launcher", dependencies: ["SwitchbackCore", "SwitchbackContract", "CSwitchbackListen"]),
-        .target(name: "RollbackCtlKit", dependencies: ["SwitchbackCore", "SwitchbackContract"]),
+        .executableTarget(name: "launcher", dependencies: ["SwitchbackCore", "CSwitchbackContract", "CSwitchbackListen"]),
+        .target(name: "RollbackCtlKit", dependencies: ["SwitchbackCore", "CSwitchbackContract"]),
         .executableTarget(name: "rollbackctl", dependencies: ["RollbackCtlKit"]),
         // Remote directives (docs/remote.md): the system's libcrypto through a module map,
         // Ed25519 and SHA-256 over it, and the signed directive's format, fetch and checks.
@@ -86,7 +86,7 @@ let package = Package(
         // The same app linked directly into an executable: the benchmark's baseline.
         .executableTarget(name: "appcore-direct", dependencies: ["AppCore", "Switchback"]),
         // scripts/bench's floor: the slot opened and called with no checks (never shipped).
-        .executableTarget(name: "slot-floor", dependencies: ["SwitchbackContract"]),
+        .executableTarget(name: "slot-floor", dependencies: ["CSwitchbackContract"]),
         .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore", "SwitchbackFiles"]),
         .testTarget(name: "SwitchbackSDKTests", dependencies: ["Switchback", "SwitchbackCore", "SystemdNotify"]),
         // Fuzzing (docs/fuzzing.md): one target per parser in a library the tests also run over

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
+import CSwitchbackContract
 import SwitchbackCore
 
 /// `inspect PATH`: load one AppCore library (only one per process) and print what it says

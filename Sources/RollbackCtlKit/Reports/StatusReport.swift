@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
+import CSwitchbackContract
 import SwitchbackCore
 
 /// What `status` says, as one value rendered both for people and as JSON.

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
+import CSwitchbackContract
 import SwitchbackSDKSupport
 import Synchronization
 import SystemdNotify

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
+import CSwitchbackContract
 import CSwitchbackSystem
 
 /// Makes the app's data readable by the previous slot before a switch to it, by running
