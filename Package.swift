@@ -32,14 +32,14 @@ let package = Package(
         // The SDK: the contract's exports (entry point, downgrade, stamp, version, build) for
         // the app's library, the app's registration, its launch info and its data lifecycle.
         .target(
-            name: "SwitchbackSDKSupport",
+            name: "CSwitchbackSDKSupport",
             dependencies: ["CSwitchbackContract"],
             cSettings: [
                 .define("SWITCHBACK_APP_VERSION", to: "\"\(appVersion)\""),
                 .define("SWITCHBACK_APP_BUILD", to: "\"\(appBuild)\""),
             ]
         ),
-        .target(name: "Switchback", dependencies: ["SwitchbackSDKSupport", "CSwitchbackContract", "AppVersions", "SwitchbackFiles", "SystemdNotify"]),
+        .target(name: "Switchback", dependencies: ["CSwitchbackSDKSupport", "CSwitchbackContract", "AppVersions", "SwitchbackFiles", "SystemdNotify"]),
         // systemd's sd_notify protocol without libsystemd (READY=1, EXTEND_TIMEOUT_USEC=, WATCHDOG=1),
         // Glibc only: the SDK and AppVersions tell systemd, or the supervisor, how a start goes.
         .target(name: "SystemdNotify"),

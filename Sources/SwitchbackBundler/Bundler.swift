@@ -135,9 +135,11 @@ public struct Bundler {
             // are constant for one pin: no re-planning at every release.
             // (An app that reaches Switchback outside its repository builds both slots with this
             // checkout's SDK, which reads the stamp.)
-            let sdk = repository + "/Sources/SwitchbackSDKSupport/sdk.c"
+            // (Its directory is Sources/SwitchbackSDKSupport in releases before the C targets took
+            // the C prefix.)
+            let sdk = ["CSwitchbackSDKSupport", "SwitchbackSDKSupport"].map { repository + "/Sources/\($0)/sdk.c" }
             let legacy = previous && sdkMaps.isEmpty
-                && !((try? String(contentsOfFile: sdk, encoding: .utf8))?.contains("switchback_stamped_app_version") ?? false)
+                && !sdk.contains { (try? String(contentsOfFile: $0, encoding: .utf8))?.contains("switchback_stamped_app_version") ?? false }
             let defines = legacy ? ["SWITCHBACK_APP_VERSION": version, "SWITCHBACK_APP_BUILD": build] : [:]
             let bin = try SwiftBuild(toolchain: toolchain, package: package, scratch: scratch, product: product,
                                      pathMaps: [(repository, "/switchback/src"), (scratch, "/switchback/build")] + sdkMaps,

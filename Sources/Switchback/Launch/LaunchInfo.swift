@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import CSwitchbackContract
-import SwitchbackSDKSupport
+import CSwitchbackSDKSupport
 import Synchronization
 import SystemdNotify
 
