@@ -20,11 +20,13 @@ let package = Package(
         .executable(name: "launcher", targets: ["launcher"]),
         .executable(name: "rollbackctl", targets: ["rollbackctl"]),
         .executable(name: "rollbackctl-remote", targets: ["rollbackctl-remote"]),
-        .executable(name: "appcore-direct", targets: ["appcore-direct"]),
         // `swift run switchback-bundle` in an app's package: builds its bundle (scripts/bundle).
         .executable(name: "switchback-bundle", targets: ["switchback-bundle"]),
-        .executable(name: "switchback-fuzz", targets: ["switchback-fuzz"]),
         .library(name: "AppVersions", targets: ["AppVersions"]),
+        // The developer tools (appcore-direct, slot-floor, appversions-bench, appversions-fixture,
+        // switchback-fuzz) are executable targets and deliberately no products: SwiftPM makes
+        // products of them only where Switchback is the root package (this checkout: scripts/bench,
+        // scripts/fuzz, the tests), so an app that depends on Switchback sees none of them.
     ],
     targets: [
         // The contract between launcher and AppCore: one C header, nothing else crosses.
