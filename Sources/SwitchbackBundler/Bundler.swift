@@ -242,7 +242,7 @@ public struct Bundler {
         }
         if let tarball = options.tarball { try Archive.write(out, to: tarball) }
         let digest: String
-        do { digest = try SHA256.hexDigest(ofFile: out + "/manifest") } catch { throw BundlerError(.output, error.message) }
+        do { digest = try FileDigest.hexDigest(ofFile: out + "/manifest") } catch { throw BundlerError(.output, error.message) }
         return Result(out: out, manifestSHA256: digest, size: Assembler.totalSize(of: out, excluding: ["debug"]),
                       hostLibraries: plan.host, currentVersion: parsed.current.version, previousVersion: parsed.previous.version)
     }

@@ -20,7 +20,7 @@ struct InspectCommand {
         do throws(SwitchbackError) {
             guard let info = try FileSystem.status(absolute) else { throw SwitchbackError(.fileNotFound, "The library \(path) does not exist.") }
             size = Int64(info.st_size)
-            digest = try SHA256.hexDigest(ofFile: absolute)
+            digest = try FileDigest.hexDigest(ofFile: absolute)
             library = try DynamicLibrary.open(at: absolute)
         } catch {
             throw .failure(error.message)
