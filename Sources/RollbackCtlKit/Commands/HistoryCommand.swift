@@ -10,7 +10,7 @@ struct HistoryCommand {
 
     func run(_ console: Console) throws(CommandError) {
         try workspace.checkTrusted()
-        let (events, unreadable): ([HistoryEvent], Int)
+        let (events, unreadable): ([SwitchHistoryEvent], Int)
         do { (events, unreadable) = try workspace.history.read() } catch { throw .failure(error.message) }
         if json {
             console.out(JSON.render(events.map { event -> [String: Any] in

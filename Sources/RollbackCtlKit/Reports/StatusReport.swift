@@ -36,7 +36,7 @@ struct StatusReport {
     /// Both slots hold the same build (`--first-release`): rollbacks are refused.
     var isFirstRelease: Bool
     /// The newest restore or archive in the history: where newer data was put aside.
-    var lastArchive: HistoryEvent?
+    var lastArchive: SwitchHistoryEvent?
     var previousVersion: String
     /// The loud line the launcher prints at every start (an explicit choice that keeps
     /// failing, both builds bad), if any.

@@ -264,7 +264,7 @@ public enum Launcher {
     }
 
     static func recordFallback(from failed: BuildSlot, to slot: BuildSlot, failure: String, directory: StateDirectory) {
-        let event = HistoryEvent(time: currentUnixTime(), kind: .fallback, from: failed, to: slot, source: .auto, reason: failure)
+        let event = SwitchHistoryEvent(time: currentUnixTime(), kind: .fallback, from: failed, to: slot, source: .auto, reason: failure)
         try? FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) in
             try HistoryLog(path: directory.historyPath).append(event)
         }
