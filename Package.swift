@@ -20,26 +20,28 @@ let package = Package(
         .executable(name: "launcher", targets: ["launcher"]),
         .executable(name: "rollbackctl", targets: ["rollbackctl"]),
         .executable(name: "rollbackctl-remote", targets: ["rollbackctl-remote"]),
-        .executable(name: "appcore-direct", targets: ["appcore-direct"]),
         // `swift run switchback-bundle` in an app's package: builds its bundle (scripts/bundle).
         .executable(name: "switchback-bundle", targets: ["switchback-bundle"]),
-        .executable(name: "switchback-fuzz", targets: ["switchback-fuzz"]),
         .library(name: "AppVersions", targets: ["AppVersions"]),
+        // The developer tools (appcore-direct, slot-floor, appversions-bench, appversions-fixture,
+        // switchback-fuzz) are executable targets and deliberately no products: SwiftPM makes
+        // products of them only where Switchback is the root package (this checkout: scripts/bench,
+        // scripts/fuzz, the tests), so an app that depends on Switchback sees none of them.
     ],
     targets: [
         // The contract between launcher and AppCore: one C header, nothing else crosses.
-        .target(name: "SwitchbackContract"),
+        .target(name: "CSwitchbackContract"),
         // The SDK: the contract's exports (entry point, downgrade, stamp, version, build) for
         // the app's library, the app's registration, its launch info and its data lifecycle.
         .target(
-            name: "SwitchbackSDKSupport",
-            dependencies: ["SwitchbackContract"],
+            name: "CSwitchbackSDKSupport",
+            dependencies: ["CSwitchbackContract"],
             cSettings: [
                 .define("SWITCHBACK_APP_VERSION", to: "\"\(appVersion)\""),
                 .define("SWITCHBACK_APP_BUILD", to: "\"\(appBuild)\""),
             ]
         ),
-        .target(name: "Switchback", dependencies: ["SwitchbackSDKSupport", "SwitchbackContract", "AppVersions", "SwitchbackFiles", "SystemdNotify"]),
+        .target(name: "Switchback", dependencies: ["CSwitchbackSDKSupport", "CSwitchbackContract", "AppVersions", "SwitchbackFiles", "SystemdNotify"]),
         // systemd's sd_notify protocol without libsystemd (READY=1, EXTEND_TIMEOUT_USEC=, WATCHDOG=1),
         // Glibc only: the SDK and AppVersions tell systemd, or the supervisor, how a start goes.
         .target(name: "SystemdNotify"),
@@ -49,18 +51,18 @@ let package = Package(
         .executableTarget(name: "switchback-bundle", dependencies: ["SwitchbackBundler"]),
         // State, manifest, decision and loading: no Foundation, so the launcher stays thin.
         // Wrappers of the C calls Swift cannot make (prctl, the wait(2) macros).
-        .target(name: "SwitchbackSystem"),
+        .target(name: "CSwitchbackSystem"),
         // The one file-system layer every writer uses (directories opened and checked once,
         // everything relative to their descriptor, no link followed), Glibc only: the
         // launcher, rollbackctl, the SDK and AppVersions all write through it.
         .target(name: "SwitchbackFiles"),
-        .target(name: "SwitchbackCore", dependencies: ["SwitchbackContract", "SwitchbackSystem", "SwitchbackFiles", "SystemdNotify"]),
+        .target(name: "SwitchbackCore", dependencies: ["CSwitchbackContract", "CSwitchbackSystem", "SwitchbackFiles", "SystemdNotify"]),
         // The launcher's `bind`, which hands a supervised child the supervisor's listening
         // socket when the app binds that address itself (docs/supervise.md). Only the
         // launcher links it; scripts/bundle exports the symbol from the launcher.
-        .target(name: "SwitchbackListen"),
-        .executableTarget(name: "launcher", dependencies: ["SwitchbackCore", "SwitchbackContract", "SwitchbackListen"]),
-        .target(name: "RollbackCtlKit", dependencies: ["SwitchbackCore", "SwitchbackContract"]),
+        .target(name: "CSwitchbackListen"),
+        .executableTarget(name: "launcher", dependencies: ["SwitchbackCore", "CSwitchbackContract", "CSwitchbackListen"]),
+        .target(name: "RollbackCtlKit", dependencies: ["SwitchbackCore", "CSwitchbackContract"]),
         .executableTarget(name: "rollbackctl", dependencies: ["RollbackCtlKit"]),
         // Remote directives (docs/remote.md): the system's libcrypto through a module map,
         // Ed25519 and SHA-256 over it, and the signed directive's format, fetch and checks.
@@ -86,7 +88,7 @@ let package = Package(
         // The same app linked directly into an executable: the benchmark's baseline.
         .executableTarget(name: "appcore-direct", dependencies: ["AppCore", "Switchback"]),
         // scripts/bench's floor: the slot opened and called with no checks (never shipped).
-        .executableTarget(name: "slot-floor", dependencies: ["SwitchbackContract"]),
+        .executableTarget(name: "slot-floor", dependencies: ["CSwitchbackContract"]),
         .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore", "SwitchbackFiles"]),
         .testTarget(name: "SwitchbackSDKTests", dependencies: ["Switchback", "SwitchbackCore", "SystemdNotify"]),
         // Fuzzing (docs/fuzzing.md): one target per parser in a library the tests also run over

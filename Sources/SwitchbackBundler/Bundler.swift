@@ -109,7 +109,7 @@ public struct Bundler {
             .runUnlessUnchanged(log: work + "/logs/rollbackctl-remote.log", what: "rollbackctl-remote")
         say("building the launcher and rollbackctl without the Concurrency and StringProcessing runtimes")
         // They use neither, and each runtime a program links sits in every symbol lookup of
-        // every start. The launcher exports `bind`, `accept` and `accept4` (SwitchbackListen:
+        // every start. The launcher exports `bind`, `accept` and `accept4` (CSwitchbackListen:
         // docs/supervise.md); their C code carries DWARF 4, which Debian 12's valgrind reads.
         let lean = ["-Xswiftc", "-Xfrontend", "-Xswiftc", "-disable-implicit-concurrency-module-import",
                     "-Xswiftc", "-Xfrontend", "-Xswiftc", "-disable-implicit-string-processing-module-import",
@@ -135,9 +135,11 @@ public struct Bundler {
             // are constant for one pin: no re-planning at every release.
             // (An app that reaches Switchback outside its repository builds both slots with this
             // checkout's SDK, which reads the stamp.)
-            let sdk = repository + "/Sources/SwitchbackSDKSupport/sdk.c"
+            // (Its directory is Sources/SwitchbackSDKSupport in releases before the C targets took
+            // the C prefix.)
+            let sdk = ["CSwitchbackSDKSupport", "SwitchbackSDKSupport"].map { repository + "/Sources/\($0)/sdk.c" }
             let legacy = previous && sdkMaps.isEmpty
-                && !((try? String(contentsOfFile: sdk, encoding: .utf8))?.contains("switchback_stamped_app_version") ?? false)
+                && !sdk.contains { (try? String(contentsOfFile: $0, encoding: .utf8))?.contains("switchback_stamped_app_version") ?? false }
             let defines = legacy ? ["SWITCHBACK_APP_VERSION": version, "SWITCHBACK_APP_BUILD": build] : [:]
             let bin = try SwiftBuild(toolchain: toolchain, package: package, scratch: scratch, product: product,
                                      pathMaps: [(repository, "/switchback/src"), (scratch, "/switchback/build")] + sdkMaps,
@@ -240,7 +242,7 @@ public struct Bundler {
         }
         if let tarball = options.tarball { try Archive.write(out, to: tarball) }
         let digest: String
-        do { digest = try SHA256.hexDigest(ofFile: out + "/manifest") } catch { throw BundlerError(.output, error.message) }
+        do { digest = try FileDigest.hexDigest(ofFile: out + "/manifest") } catch { throw BundlerError(.output, error.message) }
         return Result(out: out, manifestSHA256: digest, size: Assembler.totalSize(of: out, excluding: ["debug"]),
                       hostLibraries: plan.host, currentVersion: parsed.current.version, previousVersion: parsed.previous.version)
     }

@@ -79,7 +79,7 @@ enum StateTargets {
             let line = event.serialized()
             try check(line.hasSuffix("\n") && line.dropLast().split(separator: "\n", omittingEmptySubsequences: false).count == 1,
                       "a serialized history event is not one line: \(line.debugDescription)")
-            try check(HistoryEvent(line: line.dropLast()) == event, "a history event changed in a round trip: \(line.debugDescription)")
+            try check(SwitchHistoryEvent(line: line.dropLast()) == event, "a history event changed in a round trip: \(line.debugDescription)")
         }
         let again = HistoryLog.parse(Array(events.map { $0.serialized() }.joined().utf8))
         try check(again.events == events && again.unreadableLines == 0, "the rewritten history does not read back the same")

@@ -4,7 +4,7 @@
 // verifies, so that "launcher vs floor" is the cost of that work alone. Never ship it.
 // The app gets SWITCHBACK_FLOOR_STATE_DIR (else SWITCHBACK_STATE_DIR) as its state directory.
 import Glibc
-import SwitchbackContract
+import CSwitchbackContract
 
 func fail(_ message: String, _ code: Int32) -> Never {
     var line = "slot-floor: " + message + "\n"

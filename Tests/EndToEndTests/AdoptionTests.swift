@@ -90,6 +90,11 @@ private struct AdoptedApp {
         // stores its notes in format 2, with a migration step and its revert, and crashes at
         // start-up when ADOPTED_CRASH=1), commit Package.resolved too if SwiftPM wrote one.
         try developer.run("swift run switchback-bundle pin-previous v1.0.0")
+        // Of Switchback's programs the app sees the four that ship, none of the developer tools
+        // (Package.swift declares no product for them).
+        let executables = try developer.run("swift package show-executables").stdout.split(separator: "\n")
+            .filter { $0.hasSuffix(")") }.map { String($0.prefix { $0 != " " }) }.sorted()
+        #expect(executables == ["launcher", "rollbackctl", "rollbackctl-remote", "switchback-bundle"], "\(executables)")
         try developer.run("echo 1.1.0 > VERSION")
         try developer.run("cp \(quoted(fixture + "/release-1.1.0/Release.swift")) Sources/AdoptedApp/Release.swift")
         try developer.run("git add -A")

@@ -69,7 +69,7 @@ import Testing
             let record = try #require(manifest.bundledLibrary(named: name), "\(name) is not in the manifest")
             let attributes = try FileManager.default.attributesOfItem(atPath: bundle + "/lib/" + name)
             #expect((attributes[.size] as? NSNumber)?.int64Value == record.size, "\(name)")
-            #expect(try SwitchbackCore.SHA256.hexDigest(ofFile: bundle + "/lib/" + name) == record.sha256, "\(name)")
+            #expect(try SwitchbackCore.FileDigest.hexDigest(ofFile: bundle + "/lib/" + name) == record.sha256, "\(name)")
         }
         for slot in [manifest.current, manifest.previous] {
             #expect(slot.needed.allSatisfy { $0.hasPrefix("lib/") && libraries.contains(String($0.dropFirst(4))) }, "\(slot.needed)")

@@ -4,7 +4,7 @@ import Testing
 import Glibc
 #endif
 
-/// The launcher's `accept`, `accept4` and `bind` (Sources/SwitchbackListen/listen.c), compiled
+/// The launcher's `accept`, `accept4` and `bind` (Sources/CSwitchbackListen/listen.c), compiled
 /// with a small C driver that plays the supervised child: a listening socket inherited at
 /// descriptor 3, adopted as the launcher adopts it, then the drain signal the supervisor
 /// sends. The driver prints what it saw as `key=value` lines.
@@ -136,8 +136,8 @@ import Glibc
     static func run(_ mode: String) throws -> [String: String] {
         let directory = try makeTemporaryDirectory()
         try driver.write(toFile: directory + "/driver.c", atomically: true, encoding: .utf8)
-        try shell("cc", "-O1", "-pthread", "-I", root + "/Sources/SwitchbackListen/include", "-o", directory + "/driver",
-                  directory + "/driver.c", root + "/Sources/SwitchbackListen/listen.c", "-ldl")
+        try shell("cc", "-O1", "-pthread", "-I", root + "/Sources/CSwitchbackListen/include", "-o", directory + "/driver",
+                  directory + "/driver.c", root + "/Sources/CSwitchbackListen/listen.c", "-ldl")
         let result = try runProcess(directory + "/driver", [mode], deadline: 30)
         #expect(result.status == 0, "\(result)")
         // `a=1 errno=EINVAL` gives a=1 and a.errno=EINVAL.

@@ -60,11 +60,11 @@ struct ObserveTests {
 
     @Test func countsFollowTheHistory() {
         let events = [
-            HistoryEvent(time: 1, kind: .switch, from: .current, to: .previous, source: .remote, reason: nil),
-            HistoryEvent(time: 2, kind: .switch, from: .previous, to: .current, source: .cli, reason: nil),
-            HistoryEvent(time: 3, kind: .fallback, from: .current, to: .previous, source: .auto, reason: nil),
-            HistoryEvent(time: 4, kind: .hungStart, from: .current, to: .current, source: .auto, reason: nil),
-            HistoryEvent(time: 5, kind: .release, from: .previous, to: .current, source: .auto, reason: nil),
+            SwitchHistoryEvent(time: 1, kind: .switch, from: .current, to: .previous, source: .remote, reason: nil),
+            SwitchHistoryEvent(time: 2, kind: .switch, from: .previous, to: .current, source: .cli, reason: nil),
+            SwitchHistoryEvent(time: 3, kind: .fallback, from: .current, to: .previous, source: .auto, reason: nil),
+            SwitchHistoryEvent(time: 4, kind: .hungStart, from: .current, to: .current, source: .auto, reason: nil),
+            SwitchHistoryEvent(time: 5, kind: .release, from: .previous, to: .current, source: .auto, reason: nil),
         ]
         let counts = EventCounts(events: events)
         #expect(counts.switches == 2)
@@ -86,18 +86,18 @@ struct ObserveTests {
         let previous = Manifest.SlotRecord(version: "1.2.0", build: "b0", abiStamp: "s", size: 1, sha256: String(repeating: "0", count: 64))
         let manifest = Manifest(appID: "com.example.notes", current: current, previous: previous, settings: settings)
         let directory = StateDirectory(path: "/var/lib/notes")
-        let remote = HistoryEvent(time: 1, kind: .switch, from: .current, to: .previous, source: .remote,
+        let remote = SwitchHistoryEvent(time: 1, kind: .switch, from: .current, to: .previous, source: .remote,
                                   reason: "1.3.0 corrupts notes (directive serial 42)")
         let entry = Observer.journalEntry(for: remote, manifest: manifest, directory: directory)
         #expect(entry.kind == .rollback)
         #expect(entry.message == "Rolled back to the previous slot (1.2.0) by remote: 1.3.0 corrupts notes (directive serial 42).")
         #expect(entry.fields.first { $0.key == "SWITCHBACK_SERIAL" }?.value == "42")
-        let fallback = HistoryEvent(time: 1, kind: .fallback, from: .current, to: .previous, source: .auto, reason: "The current slot is missing.")
+        let fallback = SwitchHistoryEvent(time: 1, kind: .fallback, from: .current, to: .previous, source: .auto, reason: "The current slot is missing.")
         let failed = Observer.journalEntry(for: fallback, manifest: manifest, directory: directory)
         #expect(failed.kind == .fallback && failed.kind.priority == 4)
         #expect(failed.message == "The current slot could not run; the previous slot (1.2.0) ran instead: The current slot is missing.")
         #expect(!failed.fields.contains { $0.key == "SWITCHBACK_SERIAL" })
-        let forward = HistoryEvent(time: 1, kind: .switch, from: .previous, to: .current, source: .cli, reason: nil)
+        let forward = SwitchHistoryEvent(time: 1, kind: .switch, from: .previous, to: .current, source: .cli, reason: nil)
         #expect(Observer.journalEntry(for: forward, manifest: manifest, directory: directory).message
                 == "Rolled forward to the current slot (1.3.0) by cli: no reason given.")
     }

@@ -44,13 +44,13 @@ import Testing
     }
 }
 
-@Suite struct HistoryEventTests {
+@Suite struct SwitchHistoryEventTests {
     @Test func roundTripsAndSkipsTornLines() {
-        let event = HistoryEvent(time: 7, kind: .switch, from: .current, to: .previous, source: .cli, reason: "a\tb\nc")
+        let event = SwitchHistoryEvent(time: 7, kind: .switch, from: .current, to: .previous, source: .cli, reason: "a\tb\nc")
         let line = event.serialized()
-        #expect(HistoryEvent(line: line.dropLast()) == event)
-        #expect(HistoryEvent(line: line.prefix(line.count / 2)) == nil)
-        #expect(HistoryEvent(line: "garbage") == nil)
+        #expect(SwitchHistoryEvent(line: line.dropLast()) == event)
+        #expect(SwitchHistoryEvent(line: line.prefix(line.count / 2)) == nil)
+        #expect(SwitchHistoryEvent(line: "garbage") == nil)
     }
 }
 

@@ -48,12 +48,12 @@ struct StartPathHelperTests {
 
     @Test func hexDigestIsSixtyFourLowercaseHexDigits() {
         let digest = String(repeating: "0123456789abcdef", count: 4)
-        #expect(SHA256.isHexDigest(digest))
-        #expect(!SHA256.isHexDigest(digest.uppercased()))
-        #expect(!SHA256.isHexDigest(String(digest.dropLast())))
-        #expect(!SHA256.isHexDigest(digest + "0"))
-        #expect(!SHA256.isHexDigest(String(digest.dropLast()) + "g"))
-        #expect(!SHA256.isHexDigest(String(digest.dropLast(2)) + "é"))
+        #expect(FileDigest.isHexDigest(digest))
+        #expect(!FileDigest.isHexDigest(digest.uppercased()))
+        #expect(!FileDigest.isHexDigest(String(digest.dropLast())))
+        #expect(!FileDigest.isHexDigest(digest + "0"))
+        #expect(!FileDigest.isHexDigest(String(digest.dropLast()) + "g"))
+        #expect(!FileDigest.isHexDigest(String(digest.dropLast(2)) + "é"))
     }
 
     @Test func abiStampParsesItsBytesAsBefore() {

@@ -1,5 +1,5 @@
 import Foundation
-import SwitchbackContract
+import CSwitchbackContract
 import SystemdNotify
 import Testing
 @testable import Switchback

@@ -1,6 +1,6 @@
 import Foundation
 import Synchronization
-import SwitchbackContract
+import CSwitchbackContract
 import SwitchbackCore
 import Testing
 @testable import Switchback

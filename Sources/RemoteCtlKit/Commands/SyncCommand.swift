@@ -172,7 +172,7 @@ struct SyncCommand: Command {
         let slot: BuildSlot = workspace.store.load().state.rollback ? .previous : .current
         do {
             try HistoryLog(path: workspace.directory.historyPath).append(
-                HistoryEvent(time: now, kind: .remoteStale, from: slot, to: slot, source: .remote, reason: staleness.description))
+                SwitchHistoryEvent(time: now, kind: .remoteStale, from: slot, to: slot, source: .remote, reason: staleness.description))
         } catch {
             return staleness
         }

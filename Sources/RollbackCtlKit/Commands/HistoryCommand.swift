@@ -24,7 +24,7 @@ struct HistoryCommand: Command {
 
     func run(_ console: Console) throws(CommandError) {
         try workspace.checkTrusted()
-        let (events, unreadable): ([HistoryEvent], Int)
+        let (events, unreadable): ([SwitchHistoryEvent], Int)
         do { (events, unreadable) = try workspace.history.read() } catch { throw .failure(error.message) }
         if json {
             console.out(JSONWriter.render(events.map(HistoryEntry.init)))

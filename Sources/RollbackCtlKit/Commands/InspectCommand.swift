@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
+import CSwitchbackContract
 import SwitchbackCore
 
 /// `inspect PATH`: load one AppCore library (only one per process) and print what it says
@@ -35,7 +35,7 @@ struct InspectCommand: Command {
         do throws(SwitchbackError) {
             guard let info = try FileSystem.status(absolute) else { throw SwitchbackError(.fileNotFound, "The library \(path) does not exist.") }
             size = Int64(info.st_size)
-            digest = try SHA256.hexDigest(ofFile: absolute)
+            digest = try FileDigest.hexDigest(ofFile: absolute)
             library = try DynamicLibrary.open(at: absolute)
         } catch {
             throw .failure(error.message)

@@ -15,7 +15,7 @@ package struct HistoryEntry: Codable, Equatable, Sendable {
 
 extension HistoryEntry {
     /// The event as the history's JSON shows it.
-    init(_ event: HistoryEvent) {
+    init(_ event: SwitchHistoryEvent) {
         time = formatRFC3339(event.time)
         kind = event.kind.rawValue
         from = event.from.rawValue

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
+import CSwitchbackContract
 import SwitchbackCore
 
 /// What `status` says, as one value rendered both for people and as JSON.
@@ -41,7 +41,7 @@ struct StatusReport {
     /// Both slots hold the same build (`--first-release`): rollbacks are refused.
     var isFirstRelease: Bool
     /// The newest restore or archive in the history: where newer data was put aside.
-    var lastArchive: HistoryEvent?
+    var lastArchive: SwitchHistoryEvent?
     var previousVersion: String
     /// The loud line the launcher prints at every start (an explicit choice that keeps
     /// failing, both builds bad), if any.

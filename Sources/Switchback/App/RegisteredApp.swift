@@ -1,4 +1,4 @@
-import SwitchbackSDKSupport
+import CSwitchbackSDKSupport
 import Dispatch
 import Synchronization
 

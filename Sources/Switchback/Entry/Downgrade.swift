@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
+import CSwitchbackContract
 
 /// The downgrade entry point (contract 2). The launcher calls it in a process of its own,
 /// with the current slot loaded, before any switch to the previous slot: it undoes the

@@ -1,4 +1,4 @@
-import SwitchbackContract
+import CSwitchbackContract
 
 /// One run of the registered app: arguments and context in, exit code out.
 enum Runner {

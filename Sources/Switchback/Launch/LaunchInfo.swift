@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
-import SwitchbackSDKSupport
+import CSwitchbackContract
+import CSwitchbackSDKSupport
 import Synchronization
 import SystemdNotify
 

@@ -84,7 +84,7 @@ struct Assembler {
             try installStripped(source, as: relative, mode: 0o644)
             _ = try ELFFile.bindNow(at: stage + "/" + relative)
             let digest: String
-            do { digest = try SHA256.hexDigest(ofFile: stage + "/" + relative) } catch { throw BundlerError(.output, error.message) }
+            do { digest = try FileDigest.hexDigest(ofFile: stage + "/" + relative) } catch { throw BundlerError(.output, error.message) }
             records.append((library.name, size(of: relative), digest))
             try? FileManager.default.removeItem(atPath: prepared)
             if (try? FileManager.default.copyItem(atPath: stage + "/" + relative, toPath: prepared)) != nil {

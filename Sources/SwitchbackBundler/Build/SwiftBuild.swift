@@ -120,7 +120,7 @@ struct SwiftBuild {
         return ["-Xlinker", object]
     }
 
-    /// The symbols a slot exports: the contract's (`SwitchbackContract`), and nothing else.
+    /// The symbols a slot exports: the contract's (`CSwitchbackContract`), and nothing else.
     /// Everything else the slot links (the app, its packages, the SDK) is bound inside the slot
     /// and hidden, so a slot's dynamic symbol table holds a handful of names instead of one per
     /// Swift declaration (47,027 for a Vapor app): smaller, faster to load, and nothing for

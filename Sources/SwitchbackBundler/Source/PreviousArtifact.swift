@@ -63,7 +63,7 @@ struct PreviousArtifact {
         guard let actual = (attributes?[.size] as? NSNumber)?.int64Value else { throw refuse("has no \(what)") }
         guard actual == size else { throw refuse("has a \(what) of \(actual) bytes where its manifest records \(size) (it was modified)") }
         let digest: String
-        do { digest = try SHA256.hexDigest(ofFile: file) } catch { throw refuse("has a \(what) that cannot be hashed: \(error.message)") }
+        do { digest = try FileDigest.hexDigest(ofFile: file) } catch { throw refuse("has a \(what) that cannot be hashed: \(error.message)") }
         guard digest == sha256 else { throw refuse("has a \(what) that does not match its manifest's SHA-256 (it was modified)") }
     }
 }

@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
-import SwitchbackSystem
+import CSwitchbackContract
+import CSwitchbackSystem
 
 /// Makes the app's data readable by the previous slot before a switch to it, by running
 /// the current build's downgrade entry point (`switchback_downgrade`) in a process of its
@@ -24,7 +24,7 @@ public struct DataDowngrade: Sendable {
     /// How one migration step was undone.
     public struct UndoneStep: Sendable, Equatable {
         /// `revert`, `restore` or `archive`.
-        public var method: HistoryEvent.Kind
+        public var method: SwitchHistoryEvent.Kind
         /// The migration step's name.
         public var step: String
         /// Where the replaced data set now lives (restore, archive).
@@ -205,7 +205,7 @@ public struct DataDowngrade: Sendable {
             switch key {
             case "undone":
                 let fields = value.split(separator: "\t", omittingEmptySubsequences: false).map(String.init)
-                guard fields.count >= 2, let kind = HistoryEvent.Kind(rawValue: fields[0]),
+                guard fields.count >= 2, let kind = SwitchHistoryEvent.Kind(rawValue: fields[0]),
                       kind == .revert || kind == .restore || kind == .archive else { continue }
                 let archive = fields.count >= 3 && !fields[2].isEmpty ? fields[2] : nil
                 outcome.undone.append(UndoneStep(method: kind, step: fields[1], archive: archive))
@@ -226,7 +226,7 @@ public struct DataDowngrade: Sendable {
         guard !undone.isEmpty else { return }
         let previous = manifest.previous.version
         let now = currentUnixTime()
-        let events = undone.map { step -> HistoryEvent in
+        let events = undone.map { step -> SwitchHistoryEvent in
             var what: String
             switch step.method {
             case .revert: what = "step \(step.step) reverted so \(previous) can read the data"
@@ -235,7 +235,7 @@ public struct DataDowngrade: Sendable {
             }
             if let archive = step.archive { what += "; the newer data is archived at \(archive)" }
             if let reason { what += " (for: \(reason))" }
-            return HistoryEvent(time: now, kind: step.method, from: .current, to: .previous, source: source, reason: what)
+            return SwitchHistoryEvent(time: now, kind: step.method, from: .current, to: .previous, source: source, reason: what)
         }
         try? FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) in
             let log = HistoryLog(path: directory.historyPath)

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
+import CSwitchbackContract
 
 extension Launcher {
     /// The launcher started by `DataDowngrade` (with `SWITCHBACK_DOWNGRADE=run|force`): loads

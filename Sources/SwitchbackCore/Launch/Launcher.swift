@@ -1,8 +1,8 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
-import SwitchbackSystem
+import CSwitchbackContract
+import CSwitchbackSystem
 import SystemdNotify
 
 /// The launcher's whole start-up: find the bundle, read the manifest and the state, decide,
@@ -16,7 +16,7 @@ public enum Launcher {
     public static let failureExitCode: Int32 = 70
 
     /// How the launcher executable hands inherited listening sockets to the app's own
-    /// `bind` (SwitchbackListen): first descriptor, count, the notify socket to tell, the
+    /// `bind` (CSwitchbackListen): first descriptor, count, the notify socket to tell, the
     /// drain signal (0: none).
     public typealias ListenerAdoption = @convention(c) (Int32, Int32, UnsafePointer<CChar>?, Int32) -> Int32
 
@@ -248,7 +248,7 @@ public enum Launcher {
     }
 
     static func recordFallback(from failed: BuildSlot, to slot: BuildSlot, failure: String, directory: StateDirectory) {
-        let event = HistoryEvent(time: currentUnixTime(), kind: .fallback, from: failed, to: slot, source: .auto, reason: failure)
+        let event = SwitchHistoryEvent(time: currentUnixTime(), kind: .fallback, from: failed, to: slot, source: .auto, reason: failure)
         try? FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) in
             try HistoryLog(path: directory.historyPath).append(event)
         }

@@ -1,4 +1,4 @@
-import SwitchbackContract
+import CSwitchbackContract
 
 /// An AppCore's ABI stamp: "switchback-abi/<contract version> toolchain/<compiler>".
 public struct ABIStamp: Sendable, Equatable, CustomStringConvertible {

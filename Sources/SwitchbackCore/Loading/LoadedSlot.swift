@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackContract
+import CSwitchbackContract
 
 /// A slot mapped into this process, with its ABI stamp checked and its entry point found.
 public struct LoadedSlot: @unchecked Sendable {

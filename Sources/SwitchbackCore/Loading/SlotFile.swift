@@ -119,7 +119,7 @@ public final class SlotFile: Sendable, Equatable {
         if Int64(info.st_size) != record.size {
             throw mismatch("has \(info.st_size) bytes where the manifest records \(record.size)")
         }
-        if try SHA256.hexDigest(ofFile: path) != record.sha256 {
+        if try FileDigest.hexDigest(ofFile: path) != record.sha256 {
             throw mismatch("does not match the manifest's SHA-256 (it was modified after bundling)")
         }
     }

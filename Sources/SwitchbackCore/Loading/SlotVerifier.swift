@@ -88,7 +88,7 @@ public struct SlotVerifier: Sendable {
             return Verified(path: path, wasHashed: false, fingerprint: fingerprint, boundLibraries: cached.bound,
                             file: file, libraryStamp: stamp, allListed: allListed, checked: checked)
         }
-        let digest = try SHA256.hexDigest(ofDescriptor: file.descriptor, path: path)
+        let digest = try FileDigest.hexDigest(ofDescriptor: file.descriptor, path: path)
         guard digest == record.sha256 else {
             throw failure(.slotHashMismatch, "does not match the manifest's SHA-256 (it was modified after bundling); rebuild the bundle with scripts/bundle")
         }

@@ -103,7 +103,7 @@ public struct VerifiedCache: Sendable {
         guard f.count == 8, !f[0].isEmpty, let device = UInt64(f[1]), let inode = UInt64(f[2]),
               let size = Int64(f[3]), ValueRange.fileSize.contains(size),
               let modified = Int64(f[4]), let changed = Int64(f[5]),
-              SHA256.isHexDigest(f[6]), !f[7].isEmpty else { return nil }
+              FileDigest.isHexDigest(f[6]), !f[7].isEmpty else { return nil }
         return Entry(file: f[0],
                      fingerprint: FileFingerprint(device: device, inode: inode, size: size, modified: modified, changed: changed),
                      sha256: f[6], bound: f[7] == "-" ? nil : f[7])

@@ -127,7 +127,7 @@ public struct Manifest: Sendable, Equatable {
             func value(_ index: Int?) -> String? { index.map { text.value(at: $0) } }
             guard let version = value(field.version), let abi = value(field.abi),
                   let size = value(field.size).flatMap({ Int64($0) }),
-                  let sha = value(field.sha256), SHA256.isHexDigest(sha) else {
+                  let sha = value(field.sha256), FileDigest.isHexDigest(sha) else {
                 throw invalid("has no complete record of the \(name) slot")
             }
             guard ValueRange.fileSize.contains(size) else {
@@ -230,7 +230,7 @@ extension Manifest {
         guard let value = settings["lib." + name], let comma = value.utf8.firstIndex(of: 0x2C),
               let size = Int64(Substring(value.utf8[..<comma])) else { return nil }
         let sha256 = String(Substring(value.utf8[value.utf8.index(after: comma)...]))
-        return SHA256.isHexDigest(sha256) ? (size, sha256) : nil
+        return FileDigest.isHexDigest(sha256) ? (size, sha256) : nil
     }
 
     /// The bundle's directory layout: `bin/`, `lib/`, `slots/<slot>/libAppCore.so`, `manifest`.

@@ -13,12 +13,12 @@ public struct EventCounts: Sendable, Equatable {
     public init() {}
 
     /// The counts of `events` (a seed from the history).
-    public init(events: [HistoryEvent]) {
+    public init(events: [SwitchHistoryEvent]) {
         for event in events { add(event) }
     }
 
     /// Counts one event.
-    public mutating func add(_ event: HistoryEvent) {
+    public mutating func add(_ event: SwitchHistoryEvent) {
         switch event.kind.rawValue {
         case "switch":
             switches += 1

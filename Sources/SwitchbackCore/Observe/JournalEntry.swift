@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// One structured event for journald (docs/monitoring.md): `SYSLOG_IDENTIFIER=switchback`, a
 /// stable `MESSAGE_ID` per kind of event, `MESSAGE` (the sentence), `PRIORITY`, and

@@ -21,7 +21,7 @@ public enum Observer {
     /// lock): counts it, sends its journal entry, rewrites the metrics file. The manifest is
     /// the bundle's of the running executable (`bin/..`); without one (a library's tests)
     /// nothing is done.
-    public static func historyAppended(_ event: HistoryEvent, historyPath: String) {
+    public static func historyAppended(_ event: SwitchHistoryEvent, historyPath: String) {
         let directory = StateDirectory(path: FileSystem.parentDirectory(of: historyPath))
         guard let manifest = bundleManifest() else { return }
         var counts: EventCounts
@@ -45,7 +45,7 @@ public enum Observer {
     }
 
     /// The journal entry of a history event.
-    public static func journalEntry(for event: HistoryEvent, manifest: Manifest, directory: StateDirectory) -> JournalEntry {
+    public static func journalEntry(for event: SwitchHistoryEvent, manifest: Manifest, directory: StateDirectory) -> JournalEntry {
         let reason = event.reason ?? "no reason given"
         let version = manifest[event.to].version
         let kind: JournalEntry.Kind

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// How a start keeps the remote directive fresh without linking networking: it runs
 /// `bin/rollbackctl-remote sync`, which does the fetching.

@@ -2,7 +2,7 @@
 import Glibc
 #endif
 import SwitchbackFiles
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// When each install checks its remote directive, so that a fleet never polls in lockstep
 /// (docs/remote.md, "Scheduling").

@@ -22,25 +22,25 @@ public struct HistoryLog: Sendable {
     public init(path: String) { self.path = path }
 
     /// Reads every event, oldest first, and how many lines could not be read.
-    public func read() throws(SwitchbackError) -> (events: [HistoryEvent], unreadableLines: Int) {
+    public func read() throws(SwitchbackError) -> (events: [SwitchHistoryEvent], unreadableLines: Int) {
         guard let bytes = try readTail(Self.byteLimit) else { return ([], 0) }
         return Self.parse(bytes)
     }
 
     /// Parses the log's bytes: every event, oldest first, and how many lines could not be
     /// read (torn, foreign, or with a time outside `ValueRange.unixTime`).
-    public static func parse(_ bytes: [UInt8]) -> (events: [HistoryEvent], unreadableLines: Int) {
-        var events: [HistoryEvent] = []
+    public static func parse(_ bytes: [UInt8]) -> (events: [SwitchHistoryEvent], unreadableLines: Int) {
+        var events: [SwitchHistoryEvent] = []
         var unreadable = 0
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
-            if let event = HistoryEvent(line: line) { events.append(event) } else { unreadable += 1 }
+            if let event = SwitchHistoryEvent(line: line) { events.append(event) } else { unreadable += 1 }
         }
         return (events, unreadable)
     }
 
     /// Appends an event durably; compacts when the log is past the limit. Then tells
     /// monitoring (`Observer`: a journald entry, the metrics file), which never fails it.
-    public func append(_ event: HistoryEvent) throws(SwitchbackError) {
+    public func append(_ event: SwitchHistoryEvent) throws(SwitchbackError) {
         try FileSystem.appendDurably(path, Array(event.serialized().utf8))
         defer { Observer.historyAppended(event, historyPath: path) }
         // Lines are at least 30 bytes: only count them when the file could be past the limit.

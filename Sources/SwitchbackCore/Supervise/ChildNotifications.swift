@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 import SystemdNotify
 
 /// The supervisor's end of its children's NOTIFY_SOCKET: a datagram socket bound at a path

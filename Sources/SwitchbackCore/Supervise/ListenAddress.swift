@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// A TCP address the supervisor listens on for its children (`supervise.listen`):
 /// `[NAME=]HOST:PORT`, HOST an IPv4 address, `[IPv6]`, or `localhost` (127.0.0.1).

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// One attempt of a readiness probe (`ReadinessCheck`), driven by the supervisor's poll
 /// loop without blocking it: a non-blocking connect (and, for HTTP, a GET and its status

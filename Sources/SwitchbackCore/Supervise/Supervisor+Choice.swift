@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// The persisted choice: when it changes (inotify, or the poll), which slot it selects, and
 /// the switch that follows.

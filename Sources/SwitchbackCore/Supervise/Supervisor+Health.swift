@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// Verdicts the supervisor writes: a good build that keeps crashing is marked bad (and the
 /// other slot chosen), and a child made ready by a probe or READY=1 is marked good.

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// Starting children: the listening sockets every child gets, the child's environment and
 /// descriptors, posix_spawn.

@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// Supervise mode: a parent that never loads AppCore starts the chosen slot in a child (the
 /// same launcher, re-executed), restarts it with exponential backoff when it exits
@@ -313,9 +313,9 @@ public final class Supervisor {
 
     // MARK: Records
 
-    func recordHistory(kind: HistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String) {
+    func recordHistory(kind: SwitchHistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String) {
         guard trusted else { return }
-        let event = HistoryEvent(time: currentUnixTime(), kind: kind, from: from, to: to, source: .auto, reason: reason)
+        let event = SwitchHistoryEvent(time: currentUnixTime(), kind: kind, from: from, to: to, source: .auto, reason: reason)
         try? FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) in
             try HistoryLog(path: directory.historyPath).append(event)
         }

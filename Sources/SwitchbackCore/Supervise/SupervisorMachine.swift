@@ -119,7 +119,7 @@ struct SupervisorMachine {
         /// A line on stderr after "launcher: supervisor: ".
         case say(String)
         case notifySystemd([String])
-        case recordHistory(HistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String)
+        case recordHistory(SwitchHistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String)
         /// Mark the ready child's build good, as the app would have (when trusted).
         case recordGoodMark(SupervisedChild, how: String)
         /// A child of a build exited abnormally: the driver answers `goodBuildCrashed` when the

@@ -84,7 +84,7 @@ extension StateStore {
             }
         }
         try save(state)
-        try history.append(HistoryEvent(time: now, kind: .switch, from: before.state.slot, to: state.slot, source: source, reason: reason))
+        try history.append(SwitchHistoryEvent(time: now, kind: .switch, from: before.state.slot, to: state.slot, source: source, reason: reason))
         return SwitchOutcome(changed: true, before: before, damagedFileMovedTo: movedTo, rearmed: rearmed)
     }
 
@@ -93,9 +93,9 @@ extension StateStore {
     /// history gets a `release` event. Does nothing when another writer got there first.
     /// Returns the event written, if any.
     @discardableResult
-    public func recordSupersedingRelease(manifest: Manifest, now: Int64 = currentUnixTime()) throws(SwitchbackError) -> HistoryEvent? {
+    public func recordSupersedingRelease(manifest: Manifest, now: Int64 = currentUnixTime()) throws(SwitchbackError) -> SwitchHistoryEvent? {
         try directory.prepare()
-        return try FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) -> HistoryEvent? in
+        return try FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) -> SwitchHistoryEvent? in
             let before = load()
             guard before.problem == nil, let superseded = StartPlan.supersededRollback(before.state, manifest: manifest) else { return nil }
             let current = BuildIdentity(manifest, .current)
@@ -103,7 +103,7 @@ extension StateStore {
             let state = PersistedState(rollback: false, source: .default, reason: reason, changedAt: now,
                                        fromBuild: superseded.toBuild, toBuild: current)
             try save(state)
-            let event = HistoryEvent(time: now, kind: .release, from: .previous, to: .current, source: .default, reason: reason)
+            let event = SwitchHistoryEvent(time: now, kind: .release, from: .previous, to: .current, source: .default, reason: reason)
             try HistoryLog(path: directory.historyPath).append(event)
             return event
         }
@@ -116,7 +116,7 @@ extension StateStore {
         let last = try history.read().events.last { $0.kind == .switch }
         guard last?.to != state.slot else { return }
         let note = "recorded late: the writer was interrupted before it could record this switch"
-        try history.append(HistoryEvent(time: state.changedAt ?? currentUnixTime(), kind: .switch, from: state.slot.other,
+        try history.append(SwitchHistoryEvent(time: state.changedAt ?? currentUnixTime(), kind: .switch, from: state.slot.other,
                                         to: state.slot, source: state.source,
                                         reason: state.reason.map { "\($0) (\(note))" } ?? note))
     }

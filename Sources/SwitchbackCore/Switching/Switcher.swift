@@ -138,7 +138,7 @@ public struct Switcher: Sendable {
                                                           now: currentUnixTime())
                 if recovering {
                     let note = "finished the interrupted switch to the previous slot; the data had been converted, the flag had not been written"
-                    try HistoryLog(path: directory.historyPath).append(HistoryEvent(time: currentUnixTime(), kind: .recovery, from: .current, to: .previous, source: journal.source, reason: note))
+                    try HistoryLog(path: directory.historyPath).append(SwitchHistoryEvent(time: currentUnixTime(), kind: .recovery, from: .current, to: .previous, source: journal.source, reason: note))
                 }
                 try? FileSystem.remove(path)
                 return outcome
@@ -150,7 +150,7 @@ public struct Switcher: Sendable {
     }
 
     private func recordRecovery(_ note: String, source: ChoiceSource) {
-        let event = HistoryEvent(time: currentUnixTime(), kind: .recovery, from: .current, to: .current, source: source, reason: note)
+        let event = SwitchHistoryEvent(time: currentUnixTime(), kind: .recovery, from: .current, to: .current, source: source, reason: note)
         try? FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) in
             try HistoryLog(path: directory.historyPath).append(event)
         }

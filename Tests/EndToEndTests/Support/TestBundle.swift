@@ -64,7 +64,7 @@ struct TestBundle {
     func acceptSlotFileInManifest(_ slot: BuildSlot) throws {
         let path = slotPath(slot)
         let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as! Int
-        let sha = try SHA256.hexDigest(ofFile: path)
+        let sha = try FileDigest.hexDigest(ofFile: path)
         let manifest = try String(contentsOfFile: bundle + "/manifest", encoding: .utf8)
         let lines = manifest.split(separator: "\n").map { line -> String in
             if line.hasPrefix("\(slot.rawValue).size=") { return "\(slot.rawValue).size=\(size)" }

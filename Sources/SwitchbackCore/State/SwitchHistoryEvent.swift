@@ -1,5 +1,5 @@
 /// One line of the switch history.
-public struct HistoryEvent: Sendable, Equatable {
+public struct SwitchHistoryEvent: Sendable, Equatable {
     /// What happened.
     public enum Kind: String, Sendable, Codable {
         /// The rollback flag changed (or was set again) by rollbackctl, a directive or auto.

@@ -1,12 +1,13 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackSystem
+import CSwitchbackSystem
 
 /// SHA-256 from the system's OpenSSL libcrypto, opened with `dlopen` on first use rather
 /// than linked: linking it costs about 2 ms at every start, and the launcher hashes a slot
-/// only when its fingerprint changed.
-public enum SHA256 {
+/// only when its fingerprint changed. (SwitchbackCrypto's `SHA256` is the hasher that links
+/// libcrypto, for rollbackctl-remote.)
+public enum FileDigest {
     private typealias NewContext = @convention(c) () -> OpaquePointer?
     private typealias FreeContext = @convention(c) (OpaquePointer?) -> Void
     private typealias Algorithm = @convention(c) () -> OpaquePointer?

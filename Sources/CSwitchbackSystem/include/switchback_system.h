@@ -91,7 +91,7 @@ static inline int switchback_spawn_detached_after(long delay_ms, int program, ch
 }
 
 /// The signal that takes a supervised child out of its shared sockets' accept pool before it
-/// is told to stop (SwitchbackListen's `accept`): a real-time signal, which no default
+/// is told to stop (CSwitchbackListen's `accept`): a real-time signal, which no default
 /// runtime uses. The supervisor and its children are the same executable, so the same number.
 static inline int switchback_drain_signal(void) { return SIGRTMIN + 4; }
 
