@@ -165,7 +165,12 @@ import Glibc
         defer { app.stop() }
         #expect(app.wait(upTo: 30) { app.record?.childReady == true }, "\(app.stderr)")
         #expect(try t.health("previous").verdict == "trial")
-        let sockets = Self.notifySockets(of: [app.pid]).filter { $0.hasPrefix("/") }
+        var sockets: Set<String> = []
+        // Read until found: /proc's tables are read in several steps while the supervisor works.
+        _ = waitUntil(seconds: 10) {
+            sockets = Self.notifySockets(of: [app.pid]).filter { $0.hasPrefix("/") }
+            return sockets.count == 1
+        }
         try #require(sockets.count == 1, "\(sockets)")
         let source = t.directory + "/flooder.c"
         try Self.flooder.write(toFile: source, atomically: true, encoding: .utf8)
@@ -204,7 +209,12 @@ import Glibc
         let app = try LiveSwitchTests.serve(t, port)
         defer { app.stop() }
         #expect(app.wait(upTo: 30) { app.record?.childReady == true }, "\(app.stderr)")
-        let sockets = Self.notifySockets(of: [app.pid]).filter { $0.hasPrefix("/") }
+        var sockets: Set<String> = []
+        // Read until found: /proc's tables are read in several steps while the supervisor works.
+        _ = waitUntil(seconds: 10) {
+            sockets = Self.notifySockets(of: [app.pid]).filter { $0.hasPrefix("/") }
+            return sockets.count == 1
+        }
         try #require(sockets.count == 1, "\(sockets)")
         let directory = FileSystem.parentDirectory(of: sockets.first!)
         #expect(directory.hasPrefix("/tmp/switchback-notify-"), "\(directory)")

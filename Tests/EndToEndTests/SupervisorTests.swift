@@ -199,7 +199,9 @@ func isAlive(_ pid: Int32) -> Bool {
         app.stop()
         #expect(early.rss > 0 && late.rss > 0)
         #expect(late.rss - early.rss < 1024, "RSS grew from \(early.rss) kB to \(late.rss) kB over 500 restarts")
-        #expect(late.fds == early.fds, "descriptors: \(early.fds) then \(late.fds)")
+        // A descriptor leaked per restart (or per ten) would add 50 or more; one more or fewer is
+        // a child's report pipe caught in every sample on a loaded machine.
+        #expect(abs(late.fds - early.fds) <= 1, "descriptors: \(early.fds) then \(late.fds) over 500 restarts")
         let zombies = (try? runProcess("/bin/sh", ["-c", "ps --ppid \(app.pid) -o stat= | grep -c Z || true"]))?.stdout ?? ""
         #expect(zombies.trimmingCharacters(in: .whitespacesAndNewlines) == "0" || zombies.isEmpty)
     }
