@@ -11,7 +11,7 @@ package struct StatusDocument: Codable, Equatable, Sendable {
     package var activeSlot: String?
     /// The launcher's sentence when the next start is refused (exit 70), else nil.
     package var refusal: String?
-    /// The plan's reason, as a stable code (docs/design-planner.md).
+    /// The plan's reason, as a stable code (docs/design.md, "The launch planner").
     package var reasonCode: String
     package var rollback: Bool
     /// Who set the flag: "default", "cli", "remote" or "auto".
