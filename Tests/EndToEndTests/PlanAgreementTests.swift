@@ -1,5 +1,6 @@
 import Foundation
 import SwitchbackCore
+import SwitchbackFuzzing
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -9,19 +10,8 @@ import Glibc
 /// launch planner. Checked here through the real binaries, over 400 generated
 /// situations on one bundle copy (its state and slot files reset between situations).
 @Suite struct PlanAgreementTests {
-    /// SplitMix64: deterministic, so a failure names its seed and situation.
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func pick<T>(_ choices: [T]) -> T { choices[Int(next() % UInt64(choices.count))] }
-        mutating func chance(_ percent: UInt64) -> Bool { next() % 100 < percent }
-    }
+    /// Deterministic, so a failure names its seed and situation.
+    typealias Generator = SeededGenerator
 
     enum Breakage: String, CaseIterable { case missing, truncated, worldWritable }
 
@@ -122,7 +112,7 @@ import Glibc
     @Test func statusNamesTheSlotTheLauncherRuns() throws {
         defer { try? FileManager.default.removeItem(atPath: t.directory) }
         let seed: UInt64 = 0x5EED_0026
-        var g = Generator(state: seed)
+        var g = Generator(seed: seed)
         var ran = 0, refused = 0
         for index in 0..<400 {
             let situation = try apply(&g)

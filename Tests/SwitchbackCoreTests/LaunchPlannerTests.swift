@@ -1,4 +1,5 @@
 import SwitchbackCore
+import SwitchbackFuzzing
 import Testing
 
 /// The launch planner: one pure function decides a start, for the launcher, `status` and the
@@ -121,19 +122,8 @@ import Testing
 
     // MARK: - Status and the launcher agree
 
-    /// A deterministic generator (SplitMix64): the seed is printed with any failure.
-    struct Generator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-        mutating func pick<T>(_ choices: [T]) -> T { choices[Int(next() % UInt64(choices.count))] }
-        mutating func chance(_ percent: UInt64) -> Bool { next() % 100 < percent }
-    }
+    /// A deterministic generator: the seed is printed with any failure.
+    typealias Generator = SeededGenerator
 
     /// One start situation: everything a start knows.
     struct Situation: CustomStringConvertible {
@@ -226,7 +216,7 @@ import Testing
 
     @Test func statusNamesTheSlotTheLauncherRunsInThousandsOfSituations() throws {
         let seed: UInt64 = 0x5EED_2026_1125
-        var g = Generator(state: seed)
+        var g = Generator(seed: seed)
         var refused = 0, fellBack = 0
         for index in 0..<5000 {
             let situation = Situation.generate(&g)

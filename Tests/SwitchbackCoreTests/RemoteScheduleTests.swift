@@ -1,4 +1,5 @@
 import SwitchbackCore
+import SwitchbackFuzzing
 import Testing
 
 /// The remote check's schedule (docs/remote.md, "Scheduling"): pure functions of the
@@ -121,7 +122,7 @@ struct RemoteScheduleTests {
         // intervals; every tenth holds 1/0.875 of N/10 requests, within 5% (five standard
         // deviations). The draws come from a seeded generator, so the count is the same at
         // every run: a test of the distribution, not of luck.
-        var generator = SplitMix64(seed: 14)
+        var generator = SeededGenerator(seed: 14)
         func unit() -> Double { Double(generator.next() >> 11) / Double(UInt64(1) << 53) }
         var counts = [Int](repeating: 0, count: 30)
         for _ in 0..<100_000 {
@@ -138,15 +139,3 @@ struct RemoteScheduleTests {
     }
 }
 
-/// A small seeded generator (SplitMix64) for the schedule's statistical tests.
-struct SplitMix64 {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}

@@ -105,20 +105,15 @@ private final class LineCollector: @unchecked Sendable {
 
 /// Runs `body` with a hostile server that is stopped afterwards, whatever happens.
 func withHostileServer<T>(root: URL? = nil, _ body: (TestServer) async throws -> T) async throws -> T {
-    let server = try await TestServer.hostile(root: root)
-    do {
-        let result = try await body(server)
-        await server.stop()
-        return result
-    } catch {
-        await server.stop()
-        throw error
-    }
+    try await withServer(TestServer.hostile(root: root), body)
 }
 
 /// Runs `body` with `python3 -m http.server` over `root`, stopped afterwards.
 func withStaticServer<T>(root: URL, _ body: (TestServer) async throws -> T) async throws -> T {
-    let server = try await TestServer.staticFiles(root: root)
+    try await withServer(TestServer.staticFiles(root: root), body)
+}
+
+private func withServer<T>(_ server: TestServer, _ body: (TestServer) async throws -> T) async throws -> T {
     do {
         let result = try await body(server)
         await server.stop()
