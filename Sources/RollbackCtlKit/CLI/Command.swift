@@ -8,6 +8,18 @@ package protocol Command {
     func run(_ console: Console) throws(CommandError)
 }
 
+/// A command that reads the install and prints a report, as text or with `--json` as JSON:
+/// its values are the workspace and that choice.
+protocol ReportCommand: Command {
+    init(workspace: Workspace, json: Bool)
+}
+
+extension ReportCommand {
+    init(_ arguments: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        self.init(workspace: try context.workspace(), json: arguments.wantsJSON)
+    }
+}
+
 /// What every subcommand gets besides its own options: the global `--bundle` and
 /// `--state-dir`, given before or after the subcommand's name.
 package struct CommandContext: Sendable {

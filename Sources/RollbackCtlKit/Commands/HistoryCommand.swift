@@ -4,7 +4,7 @@ import Glibc
 import SwitchbackCore
 
 /// `history`: every switch and fallback, oldest first.
-struct HistoryCommand: Command {
+struct HistoryCommand: ReportCommand {
     static let configuration = CommandConfiguration(
         name: "history",
         abstract: "Every switch and data conversion: when, from, to, source, reason.",
@@ -16,11 +16,6 @@ struct HistoryCommand: Command {
 
     let workspace: Workspace
     let json: Bool
-
-    init(_ arguments: ParsedArguments, _ context: CommandContext) throws(CommandError) {
-        workspace = try context.workspace()
-        json = arguments.wantsJSON
-    }
 
     func run(_ console: Console) throws(CommandError) {
         try workspace.checkTrusted()

@@ -1,5 +1,5 @@
 /// `status`: which slot the next start runs and why.
-struct StatusCommand: Command {
+struct StatusCommand: ReportCommand {
     static let configuration = CommandConfiguration(
         name: "status",
         abstract: "Which slot runs next and why; both slots' versions; the data.",
@@ -13,11 +13,6 @@ struct StatusCommand: Command {
 
     let workspace: Workspace
     let json: Bool
-
-    init(_ arguments: ParsedArguments, _ context: CommandContext) throws(CommandError) {
-        workspace = try context.workspace()
-        json = arguments.wantsJSON
-    }
 
     func run(_ console: Console) throws(CommandError) {
         let report = try StatusReport(workspace: workspace)
