@@ -84,20 +84,23 @@ let package = Package(
         .target(name: "AppVersions", dependencies: ["SystemdNotify", "SwitchbackFiles"]),
         .executableTarget(name: "appversions-fixture", dependencies: ["AppVersions"]),
         .executableTarget(name: "appversions-bench", dependencies: ["AppVersions"]),
-        .testTarget(name: "AppVersionsTests", dependencies: ["AppVersions", "SystemdNotify", "appversions-fixture", "SwitchbackFuzzing"]),
+        .testTarget(name: "AppVersionsTests", dependencies: ["AppVersions", "SystemdNotify", "appversions-fixture", "SwitchbackTestSupport"]),
         // The same app linked directly into an executable: the benchmark's baseline.
         .executableTarget(name: "appcore-direct", dependencies: ["AppCore", "Switchback"]),
         // scripts/bench's floor: the slot opened and called with no checks (never shipped).
         .executableTarget(name: "slot-floor", dependencies: ["CSwitchbackContract"]),
-        .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore", "SwitchbackFiles", "SwitchbackFuzzing"]),
-        .testTarget(name: "SwitchbackSDKTests", dependencies: ["Switchback", "SwitchbackCore", "SystemdNotify"]),
+        // What several test targets share (a seeded generator, an sd_notify receiver), Glibc
+        // only; a target, not a product, so an adopting app never sees it.
+        .target(name: "SwitchbackTestSupport"),
+        .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore", "SwitchbackFiles", "SwitchbackTestSupport"]),
+        .testTarget(name: "SwitchbackSDKTests", dependencies: ["Switchback", "SwitchbackCore", "SystemdNotify", "SwitchbackTestSupport"]),
         // Fuzzing (docs/fuzzing.md): one target per parser in a library the tests also run over
         // the kept regressions, and an executable that is libFuzzer's harness when scripts/fuzz
         // builds it with -sanitize=fuzzer -DSWITCHBACK_LIBFUZZER, and a replayer otherwise.
         .target(name: "SwitchbackFuzzing", dependencies: ["SwitchbackCore", "SwitchbackRemote", "SwitchbackCrypto", "AppVersions"]),
         .executableTarget(name: "switchback-fuzz", dependencies: ["SwitchbackFuzzing"]),
         .testTarget(name: "SwitchbackFuzzingTests", dependencies: ["SwitchbackFuzzing", "SwitchbackCore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore", "SwitchbackBundler", "RollbackCtlKit", "SwitchbackFuzzing"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore", "SwitchbackBundler", "RollbackCtlKit", "SwitchbackTestSupport"]),
         .testTarget(name: "SwitchbackCryptoTests", dependencies: ["SwitchbackCrypto"]),
         .testTarget(name: "SwitchbackBundlerTests", dependencies: ["SwitchbackBundler"]),
         .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto"],

@@ -2,6 +2,7 @@ import Foundation
 import SystemdNotify
 import Synchronization
 import Testing
+import SwitchbackTestSupport
 @testable import AppVersions
 
 /// The start deadline a running migration keeps extending, on a real unix datagram socket
@@ -67,43 +68,5 @@ struct StartDeadlineTests {
 
     @Test func withoutASocketNothingStarts() {
         #expect(StartDeadlineExtender.start(.init(socket: nil)) == nil)
-    }
-}
-
-/// A unix datagram socket bound by the test: what a service manager listens on.
-final class NotifyReceiver: Sendable {
-    let fd: Int32
-    let name: String
-
-    init(path: String) throws {
-        name = path
-        fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: Array(path.utf8) + [0]) }
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-        guard fd >= 0, bound == 0 else { throw TestFailure("cannot bind \(path): errno \(errno)") }
-    }
-
-    deinit {
-        close(fd)
-        unlink(name)
-    }
-
-    /// The datagrams queued now, oldest first, waiting up to `timeout` seconds for the first.
-    func messages(waitingUpTo timeout: Double) -> [String] {
-        var received: [String] = []
-        var wait = Int32(timeout * 1000)
-        while true {
-            var poller = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, wait) == 1 else { return received }
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            let count = recv(fd, &buffer, buffer.count, Int32(MSG_DONTWAIT))
-            guard count >= 0 else { return received }
-            received.append(String(decoding: buffer[0..<count], as: UTF8.self))
-            wait = 0
-        }
     }
 }

@@ -1,5 +1,5 @@
 import AppVersions
-import SwitchbackFuzzing
+import SwitchbackTestSupport
 import Foundation
 import Synchronization
 import Testing
@@ -39,7 +39,7 @@ struct TemporaryDirectory {
 }
 
 /// A deterministic generator, so a failing randomised test can be replayed from its seed.
-typealias SeededGenerator = SwitchbackFuzzing.SeededGenerator
+typealias SeededGenerator = SwitchbackTestSupport.SeededGenerator
 
 /// A step body's error for tests.
 struct TestFailure: Error, CustomStringConvertible {

@@ -1,6 +1,6 @@
 import Foundation
 import SwitchbackCore
-import SwitchbackFuzzing
+import SwitchbackTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
 import SwitchbackCore
-import SwitchbackFuzzing
+import SwitchbackTestSupport
 import Testing
 
 /// The launch planner: one pure function decides a start, for the launcher, `status` and the

@@ -1,5 +1,5 @@
 import SwitchbackCore
-import SwitchbackFuzzing
+import SwitchbackTestSupport
 import Testing
 
 /// The remote check's schedule (docs/remote.md, "Scheduling"): pure functions of the

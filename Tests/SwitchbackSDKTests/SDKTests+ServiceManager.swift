@@ -2,6 +2,7 @@ import Foundation
 import CSwitchbackContract
 import SystemdNotify
 import Testing
+import SwitchbackTestSupport
 @testable import Switchback
 
 /// What the SDK tells systemd or the supervisor, on a real socket bound here, and what it
