@@ -89,8 +89,8 @@ let package = Package(
         .executableTarget(name: "appcore-direct", dependencies: ["AppCore", "Switchback"]),
         // scripts/bench's floor: the slot opened and called with no checks (never shipped).
         .executableTarget(name: "slot-floor", dependencies: ["CSwitchbackContract"]),
-        // What several test targets share (a seeded generator, an sd_notify receiver), Glibc
-        // only; a target, not a product, so an adopting app never sees it.
+        // What several test targets share (a seeded generator, an sd_notify receiver, the
+        // python3 test servers' process); a target, not a product, so an adopting app never sees it.
         .target(name: "SwitchbackTestSupport"),
         .testTarget(name: "SwitchbackCoreTests", dependencies: ["SwitchbackCore", "SwitchbackFiles", "SwitchbackTestSupport"]),
         .testTarget(name: "SwitchbackSDKTests", dependencies: ["Switchback", "SwitchbackCore", "SystemdNotify", "SwitchbackTestSupport"]),
@@ -103,7 +103,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore", "SwitchbackBundler", "RollbackCtlKit", "SwitchbackTestSupport"]),
         .testTarget(name: "SwitchbackCryptoTests", dependencies: ["SwitchbackCrypto"]),
         .testTarget(name: "SwitchbackBundlerTests", dependencies: ["SwitchbackBundler"]),
-        .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto"],
+        .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto", "SwitchbackTestSupport"],
                     exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]

@@ -12,14 +12,15 @@ import Glibc
 /// 4. writes the flag and removes the journal in one locked step.
 /// A failure or a kill between 3 and 4 is finished or undone by the next `recover()`.
 public struct Switcher: Sendable {
-    public let bundleRoot: String
-    public let manifest: Manifest
-    public let directory: StateDirectory
+    /// The current build's conversion of the data back (step 3); it holds the bundle, its
+    /// manifest and the state directory the switch works in.
+    let downgrade: DataDowngrade
+    public var bundleRoot: String { downgrade.bundleRoot }
+    public var manifest: Manifest { downgrade.manifest }
+    public var directory: StateDirectory { downgrade.directory }
 
     public init(bundleRoot: String, manifest: Manifest, directory: StateDirectory) {
-        self.bundleRoot = bundleRoot
-        self.manifest = manifest
-        self.directory = directory
+        downgrade = DataDowngrade(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
     }
 
     /// What a switch came to.
@@ -116,7 +117,6 @@ public struct Switcher: Sendable {
 
     private func convertAndCommit(_ journal: SwitchJournal, command: String, recovering: Bool = false) throws(SwitchbackError) -> Result {
         let path = SwitchJournal.path(in: directory)
-        let downgrade = DataDowngrade(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
         let outcome = downgrade.run(force: journal.force, source: journal.source, reason: journal.reason)
         var warning: String?
         switch outcome.status {

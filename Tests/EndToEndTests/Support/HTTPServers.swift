@@ -1,4 +1,5 @@
 import Foundation
+import SwitchbackTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -45,13 +46,7 @@ final class LocalHTTPServer {
     }
 
     private static func start(_ arguments: [String], port parse: (String) -> Int?) throws -> LocalHTTPServer {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        process.standardInput = FileHandle.nullDevice
+        let (process, output) = pythonServerProcess(arguments)
         let exited = DispatchSemaphore(value: 0)
         process.terminationHandler = { _ in exited.signal() }
         try process.run()

@@ -1,4 +1,5 @@
 import Foundation
+import SwitchbackTestSupport
 
 /// A real HTTP server on 127.0.0.1 in a child process: the hostile test server, or
 /// python3's own `http.server` serving a directory. Stopped (SIGTERM, then reaped) by `stop()`.
@@ -51,12 +52,7 @@ final class TestServer: @unchecked Sendable {
     }
 
     private static func start(arguments: [String], port parse: @escaping @Sendable (String) -> Int?) async throws -> TestServer {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        let (process, output) = pythonServerProcess(arguments)
         let lines = LineCollector()
         output.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
