@@ -11,7 +11,7 @@ struct StatusReport {
     var activeSlot: BuildSlot
     /// Why the next start is refused (the launcher's sentence, exit 70); nil when it runs.
     var refusal: String?
-    /// The plan's reason code ("persisted", "fallback", "no-slot-runs", ...).
+    /// The plan's reason code ("rolled-back", "fallback", "no-slot-runs", ...).
     var reasonCode: String
     /// One sentence: which slot and why, or that the start is refused and why.
     var sentence: String

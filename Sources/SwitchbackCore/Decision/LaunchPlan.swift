@@ -55,7 +55,7 @@ public enum LaunchReason: Sendable, Equatable {
     case runs(SlotDecision.Reason)
     case refused(LaunchRefusal)
 
-    /// A stable code ("persisted", "fallback", "forced-slot-broken", ...).
+    /// A stable code ("rolled-back", "fallback", "forced-slot-broken", ...; docs/design.md lists them).
     public var code: String {
         switch self {
         case .runs(let reason): return reason.code
