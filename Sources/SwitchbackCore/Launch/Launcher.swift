@@ -121,7 +121,7 @@ public enum Launcher {
             recordFallback(from: failed, to: slotToRun, failure: failure, directory: directory)
         }
         StrictModes.forgetTrustedDirectories()
-        if let adopt { adoptInheritedSockets(adopt) }
+        if let adopt { adoptInheritedSockets(adopt, supervised: role.isSupervisedChild) }
         if role.isSupervisedChild { Supervisor.reportToParent(slot: slotToRun, build: manifest[slotToRun].sha256) }
         let code = call(slot, manifest: manifest, directory: directory, session: session)
         if code == 0 && manifest.goodOnExitZero { session?.markGood(note: "exited with code 0") }
@@ -289,11 +289,10 @@ public enum Launcher {
     /// process): from the supervisor, or from systemd's socket activation. The app sees the
     /// protocol's variables as systemd sets them, and its own `bind` of such an address gets
     /// the inherited socket. Unsupervised, this costs one getenv.
-    static func adoptInheritedSockets(_ adopt: ListenerAdoption) {
+    static func adoptInheritedSockets(_ adopt: ListenerAdoption, supervised: Bool) {
         guard let count = environmentValue("LISTEN_FDS").flatMap(Int32.init), count > 0, count <= 32,
               environmentValue("LISTEN_PID") == String(getpid()) else { return }
         // Only a supervisor wants to hear that the app took the socket, and drains children.
-        let supervised = Supervisor.isChild
         _ = adopt(3, count, supervised ? getenv("NOTIFY_SOCKET") : nil, supervised ? switchback_drain_signal() : 0)
     }
 

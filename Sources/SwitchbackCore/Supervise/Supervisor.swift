@@ -23,18 +23,6 @@ public final class Supervisor {
     static let childVariables = ["NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_FDNAMES", "LISTEN_PID",
                                  "WATCHDOG_USEC", "WATCHDOG_PID", parentVariable, reportVariable]
 
-    /// True when this launcher should supervise: `SWITCHBACK_SUPERVISE=1|0`, else the manifest.
-    public static func isEnabled(manifest: Manifest) -> Bool {
-        switch environmentValue("SWITCHBACK_SUPERVISE") {
-        case "1", "true": return true
-        case "0", "false": return false
-        default: return manifest.supervise
-        }
-    }
-
-    /// True when this process is a supervised child.
-    static var isChild: Bool { environmentValue(parentVariable) != nil }
-
     /// In a child: die with the supervisor (PR_SET_PDEATHSIG), and exit if it is already gone.
     /// The supervisor could not know this pid before the child started: LISTEN_PID and
     /// WATCHDOG_PID are set here, as systemd sets them for the process it starts.
