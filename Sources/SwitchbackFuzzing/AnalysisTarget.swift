@@ -5,7 +5,7 @@ import SwitchbackCore
 /// check measured, and a judge fed the measurements to its verdict. The input is also read
 /// whole as one condition, the text an operator types after `success=`.
 enum AnalysisTarget {
-    static let vectors: [[Double]] = [[], [0.01], [.nan], [.infinity, -.infinity], [0, 1, 2, 3, 4], [-0.0, 1e308, 5e-324]]
+    static let vectors: [[Double]] = [[], [0.01], [.nan], [.infinity, -.infinity], [0, 1, 2, 3, 4], [-0.0, 1e308, .leastNonzeroMagnitude]]
 
     static func run(_ bytes: [UInt8]) throws(FuzzFailure) -> FuzzOutcome {
         var conditions = 0
