@@ -106,9 +106,9 @@ struct BakeWindowCommand: Command {
             'default' removes the override. The probation under way keeps its end; the
             next one gets the new window.
             """,
-        arguments: [.init("SECONDS", required: true, help: "Whole seconds (0 to 86400), or 'default'.", missing: "the window in seconds, or 'default'")])
+        arguments: [.init("SECONDS", required: true, help: "Whole seconds (0 to 604800, a week), or 'default'.", missing: "the window in seconds, or 'default'")])
 
-    static let maximumSeconds = 86_400
+    static let maximumSeconds = AnalysisSpec.maximumWindowSeconds
 
     let workspace: Workspace
     /// Nil: back to the manifest's.
