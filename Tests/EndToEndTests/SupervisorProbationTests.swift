@@ -171,6 +171,15 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: t.state + "/analysis.override"))
     }
 
+    @Test func aSupervisorWithAnalysisSettingsItCannotUseRefusesToStart() throws {
+        let t = try TestBundle(release: "1.3.0")
+        try t.setManifestSetting("analysis.checks", "app")
+        try t.setManifestSetting("analysis.check.app.kind", "app")
+        let result = try t.launcher("serve", environment: ["SWITCHBACK_SUPERVISE": "1"])
+        #expect(result.status == 70)
+        #expect(result.stderr == "launcher: The manifest's analysis settings are refused: The analysis has checks but no analysis.window_s; write analysis.window_s=SECONDS (e.g. 60), the bake window. Rebuild the bundle with switchback-bundle --analysis FILE.\n")
+    }
+
     @Test func bakeWindowWithoutAnalysisInTheManifestSaysHowToAddIt() throws {
         let t = try TestBundle(release: "1.3.0")
         let result = try t.rollbackctl("bake-window", "60")
