@@ -13,11 +13,10 @@ import Glibc
 @Suite(.serialized) struct SupervisorProbationTests {
     /// Release 1.3.0, supervised on a free port, a bake window of `window` seconds with the
     /// app's own check, the metrics written to `metrics/`, and `settings` on top.
-    static func server(window: Int = 30, _ settings: [String: String] = [:]) throws -> (TestBundle, Int) {
-        let (t, port) = try LiveSwitchTests.server([
-            "analysis.window_s": String(window), "analysis.interval_s": "1", "analysis.checks": "app",
-            "analysis.check.app.kind": "app", "analysis.check.app.max_failures": "10",
-        ])
+    static let appCheck = ["analysis.checks": "app", "analysis.check.app.kind": "app", "analysis.check.app.max_failures": "10"]
+
+    static func server(window: Int = 30, _ settings: [String: String] = appCheck) throws -> (TestBundle, Int) {
+        let (t, port) = try LiveSwitchTests.server(["analysis.window_s": String(window), "analysis.interval_s": "1"])
         try FileManager.default.createDirectory(atPath: t.directory + "/metrics", withIntermediateDirectories: true)
         try t.setManifestSetting("metrics.textfile_dir", t.directory + "/metrics")
         for (key, value) in settings { try t.setManifestSetting(key, value) }

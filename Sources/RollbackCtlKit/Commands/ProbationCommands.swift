@@ -136,6 +136,8 @@ struct BakeWindowCommand: Command {
         let path = ProbationRecord.overridePath(in: workspace.directory)
         var kept = KeyValueText()
         do {
+            // Before the first start there is no state directory yet.
+            try workspace.directory.prepare()
             if let bytes = try FileSystem.read(path, limit: 64 << 10) {
                 let old = try KeyValueText.parse(bytes, describing: "The override \(path)")
                 for index in 0..<old.count where old.key(at: index) != "analysis.window_s" { kept.append(old.key(at: index), old.value(at: index)) }
