@@ -108,7 +108,7 @@ import Glibc
         try t.setManifestSetting("analysis.check.http.url", "http://127.0.0.1:\(port)/")
         let app = try LiveSwitchTests.serve(t, port)
         defer { app.stop() }
-        #expect(app.wait(upTo: 60) { Self.probation(t).map { !$0.state.isOpen } == true }, "\(app.stderr)")
+        #expect(app.wait(upTo: 60) { Self.probation(t).map { $0.state != .baking } == true }, "\(app.stderr)")
         let record = try #require(Self.probation(t))
         #expect(record.state == .passed, "\(record) \(app.stderr)")
         #expect(record.checks.first?.name == "http" && record.checks.first?.phase == "successful", "\(record)")
