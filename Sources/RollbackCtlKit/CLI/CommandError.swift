@@ -1,6 +1,7 @@
 /// How a rollbackctl command failed: a `code` callers branch on, one sentence for the user,
 /// and for bad usage the subcommand whose help to point at. Usage errors exit 64 (with a
-/// usage line), every other code exits 1.
+/// usage line), a bad configuration file 78, a command waiting for an operator 3, every
+/// other code 1.
 public struct CommandError: Error, Equatable, Sendable {
     /// What went wrong, for callers to branch on (never the message's text).
     public enum Code: String, Sendable {
@@ -13,6 +14,13 @@ public struct CommandError: Error, Equatable, Sendable {
         case switchRefused = "switch_refused"
         /// The state directory could not be written (locked, full, read-only) (exit 1).
         case stateNotWritable = "state_not_writable"
+        /// The command stopped to wait for an operator (a rollout step that needs approval, an
+        /// inconclusive analysis); the message says what to run. Not an error: it goes to
+        /// stdout (exit 3).
+        case waiting
+        /// A configuration file the command was given is wrong, such as a rollout plan
+        /// (exit 78, EX_CONFIG).
+        case configuration
     }
 
     public var code: Code
@@ -37,6 +45,14 @@ public struct CommandError: Error, Equatable, Sendable {
         CommandError(code, message)
     }
 
-    /// The process exit code: 64 for bad usage, 1 for everything else.
-    public var exitCode: Int32 { code == .usage ? 64 : 1 }
+    /// The process exit code: 64 for bad usage, 78 for a bad configuration file, 3 for a
+    /// command waiting for an operator, 1 for everything else.
+    public var exitCode: Int32 {
+        switch code {
+        case .usage: return 64
+        case .configuration: return 78
+        case .waiting: return 3
+        case .failed, .switchRefused, .stateNotWritable: return 1
+        }
+    }
 }
