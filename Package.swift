@@ -103,6 +103,8 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore", "SwitchbackBundler", "RollbackCtlKit", "SwitchbackTestSupport"]),
         .testTarget(name: "SwitchbackCryptoTests", dependencies: ["SwitchbackCrypto"]),
         .testTarget(name: "SwitchbackBundlerTests", dependencies: ["SwitchbackBundler"]),
+        // rollbackctl-remote's own logic without a process: the rollout's plan, state machine and driver.
+        .testTarget(name: "RemoteCtlKitTests", dependencies: ["RemoteCtlKit", "RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote", "SwitchbackCrypto"]),
         .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto", "SwitchbackTestSupport"],
                     exclude: ["Fixtures"]),
     ],

@@ -47,28 +47,21 @@ struct RolloutDryRun {
             }
         }
         // What a failed pause publishes instead: the rollback, shown for the first step.
+        let last = memory.state.flatMap { try? RolloutState.parse($0, file: statePath) }?.serial ?? UInt64(start / 1000)
         var failing = RolloutMachine(plan: plan, state: RolloutState(version: plan.version, steps: plan.steps, step: 1, phase: .analysing), approve: false)
         if case .publish(let publication) = failing.judged(.failed("(the sentence of the measurement that failed)"), now: start / 1000),
-           let json = try? run.directive(publication, serial: 0, now: fake.nowMilliseconds()).jsonData() {
-            printer.out("A failed pause publishes a rollback instead (with a serial above the last); at step 1:")
-            printer.out("    " + String(decoding: json, as: UTF8.self).replacingEvery("\"serial\":0", with: "\"serial\":\"(next)\""))
+           let json = try? run.directive(publication, serial: last + 1, now: fake.nowMilliseconds()).jsonData() {
+            printer.out("A failed pause publishes a rollback instead (a serial above the last); at step 1:")
+            printer.out("    " + String(decoding: json, as: UTF8.self))
         }
         printer.out("Nothing was written: \(directiveName) and \(statePath) are as they were.")
     }
 }
 
-/// State and directive files in memory (the dry run's, and the unit tests').
+/// State and directive files in memory: the dry run's copy of the real ones.
 final class MemoryFiles: RolloutFiles, @unchecked Sendable {
     var state: [UInt8]?
     var directive: [UInt8]?
-    /// Called with each directive written.
-    var onWrite: ([UInt8]) -> Void = { _ in }
-    /// Every state written, in order.
-    var stateWrites: [[UInt8]] = []
-    /// Every directive written, in order.
-    var directiveWrites: [[UInt8]] = []
-    /// Throws this from the next directive write (a crash between the two state writes).
-    var failNextDirectiveWrite: CommandError?
 
     init(state: [UInt8]? = nil, directive: [UInt8]? = nil) {
         self.state = state
@@ -76,20 +69,9 @@ final class MemoryFiles: RolloutFiles, @unchecked Sendable {
     }
 
     func readState() throws(CommandError) -> [UInt8]? { state }
-    func writeState(_ bytes: [UInt8]) throws(CommandError) {
-        state = bytes
-        stateWrites.append(bytes)
-    }
+    func writeState(_ bytes: [UInt8]) throws(CommandError) { state = bytes }
     func readDirective() throws(CommandError) -> [UInt8]? { directive }
-    func writeDirective(_ bytes: [UInt8]) throws(CommandError) {
-        if let failure = failNextDirectiveWrite {
-            failNextDirectiveWrite = nil
-            throw failure
-        }
-        directive = bytes
-        directiveWrites.append(bytes)
-        onWrite(bytes)
-    }
+    func writeDirective(_ bytes: [UInt8]) throws(CommandError) { directive = bytes }
 }
 
 /// A clock that jumps to each deadline instead of sleeping.
