@@ -41,8 +41,9 @@ import Testing
 
     @Test func queryVariablesAreSubstituted() {
         let query = "count(switchback_slot_info{version=\"$version\"}) / count(switchback_slot_info{version=\"$previous_version\"})"
-        #expect(RolloutPlan.variables(in: query) == ["version", "previous_version"])
-        #expect(RolloutPlan.substitute(query, version: "1.3.0", previousVersion: "1.2.0")
+        #expect(AnalysisCheck.Prometheus.variablesUsed(in: query) == ["version", "previous_version"])
+        let plan = try! Self.plan("rollout.version=1.3.0", "rollout.steps=100", "rollout.previous_version=1.2.0")
+        #expect(AnalysisCheck.Prometheus(address: "", query: query, success: nil, failure: nil).query(substituting: plan.variableValues)
             == "count(switchback_slot_info{version=\"1.3.0\"}) / count(switchback_slot_info{version=\"1.2.0\"})")
     }
 

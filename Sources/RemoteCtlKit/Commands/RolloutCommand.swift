@@ -70,7 +70,6 @@ struct RolloutCommand: Command {
         if previousVersion == nil, let key = plan.analysis.keys.sorted().first(where: { plan.analysis[$0]!.contains("$previous_version") }) {
             throw CommandError(.configuration, "The rollout plan \(planPath) uses $previous_version in \(key), but has no rollout.previous_version and there is no bundle to take it from; add rollout.previous_version.")
         }
-        _ = try judge(clock: SystemRolloutClock())
     }
 
     func run(_ console: Console) throws(CommandError) {
@@ -88,7 +87,7 @@ struct RolloutCommand: Command {
 
     /// The judge of each pause: the plan's checks, or a plain wait when it has none.
     func judge(clock: any RolloutClock) throws(CommandError) -> any RolloutJudge {
-        guard plan.hasChecks else { return PauseOnlyJudge(clock: clock) }
-        throw CommandError(.configuration, "The rollout plan \(planPath) has analysis.checks, but this build of rollbackctl-remote cannot run them yet.")
+        guard let spec = plan.spec else { return PauseOnlyJudge(clock: clock) }
+        return AnalysisRolloutJudge(spec: spec, variables: plan.variableValues, clock: clock, measurer: PrometheusQueryMeasurer())
     }
 }

@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import RollbackCtlKit
+import SwitchbackCore
 import SwitchbackRemote
 
 /// `rollout --dry-run`: the same `RolloutRun` against a copy of the state and directive files
@@ -88,13 +89,12 @@ struct DryRunJudge: RolloutJudge {
     let clock: FakeClock
 
     func judge(step: Int, percent: Int, until deadline: Int64, report: (String) -> Void) -> StepVerdict {
-        for name in plan.checkNames {
-            let prefix = "analysis.check.\(name)."
-            let query = plan.analysis[prefix + "query"].map { RolloutPlan.substitute($0, version: plan.version, previousVersion: plan.previousVersion) } ?? "(no query)"
+        for check in plan.spec?.checks ?? [] {
+            guard case .prometheus(let prometheus) = check.kind else { continue }
             var conditions: [String] = []
-            if let success = plan.analysis[prefix + "success"] { conditions.append("success when \(success)") }
-            if let failure = plan.analysis[prefix + "failure"] { conditions.append("failure when \(failure)") }
-            report("\(name): would query \(plan.analysis[prefix + "address"] ?? "(no address)"): \(query)\(conditions.isEmpty ? "" : "; " + conditions.joined(separator: ", "))")
+            if let success = prometheus.success { conditions.append("success when \(success.text)") }
+            if let failure = prometheus.failure { conditions.append("failure when \(failure.text)") }
+            report("\(check.name): would query \(prometheus.address) every \(check.intervalMilliseconds / 1000) s: \(prometheus.query(substituting: plan.variableValues))\(conditions.isEmpty ? "" : "; " + conditions.joined(separator: ", "))")
         }
         clock.sleep(until: deadline)
         return .successful("dry run: no query sent, assumed to pass")

@@ -34,6 +34,9 @@ struct RolloutPlan: Sendable, Equatable {
     var previousVersion: String?
     /// Every `analysis.*` key of the plan, as written.
     var analysis: [String: String]
+    /// The checks judged over each pause (the engine's reading of `analysis`, the pause as its
+    /// window); nil when the plan has none and a pause is only a wait.
+    var spec: AnalysisSpec? = nil
 
     /// The keys a plan may hold besides `analysis.*`.
     static let keys: Set<String> = [
@@ -91,38 +94,26 @@ struct RolloutPlan: Sendable, Equatable {
         var analysis: [String: String] = [:]
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) where key.hasPrefix("analysis.") {
             analysis[key] = value
-            if key.hasPrefix("analysis.check."), key.hasSuffix(".kind"), !fleetKinds.contains(value) {
-                throw fail("has \(key)=\(value), but a fleet rollout runs kind=prometheus checks only (http and app checks judge one host's bake window).")
-            }
-            if key.hasSuffix(".query"), let unknown = variables(in: value).first(where: { !Self.variables.contains($0) }) {
+            if key.hasSuffix(".query"), let unknown = AnalysisCheck.Prometheus.variablesUsed(in: value).first(where: { !Self.variables.contains($0) }) {
                 throw fail("has $\(unknown) in \(key), which a fleet rollout has no value for; use $version or $previous_version.")
             }
         }
+        // The engine's own reading, with each pause as the window: every key, value and
+        // condition checked now, before anything is published.
+        var spec: AnalysisSpec?
+        do { spec = try AnalysisSpec.parse(analysis.merging(["analysis.window_s": String(max(1, pause))]) { $1 }) } catch {
+            throw fail("is wrong: \(error.message)")
+        }
+        for check in spec?.checks ?? [] where !fleetKinds.contains(check.kind.name) {
+            throw fail("has analysis.check.\(check.name).kind=\(check.kind.name), but a fleet rollout runs kind=prometheus checks only (http and app checks judge one host's bake window).")
+        }
         return RolloutPlan(version: version, steps: steps, pauseSeconds: pause, approvalSteps: approval, expiresInSeconds: expires,
-                           appID: settings["rollout.app_id"], previousVersion: settings["rollout.previous_version"], analysis: analysis)
+                           appID: settings["rollout.app_id"], previousVersion: settings["rollout.previous_version"], analysis: analysis,
+                           spec: (spec?.checks.isEmpty ?? true) ? nil : spec)
     }
 
     /// The variables a plan's queries may use.
     static let variables: Set<String> = ["version", "previous_version"]
-
-    /// The `$name` words in a query, in order.
-    static func variables(in query: String) -> [String] {
-        var names: [String] = []
-        var rest = Substring(query)
-        while let dollar = rest.firstIndex(of: "$") {
-            let name = rest[rest.index(after: dollar)...].prefix { $0.isLetter || $0.isNumber || $0 == "_" }
-            names.append(String(name))
-            rest = rest[rest.index(after: dollar)...]
-        }
-        return names
-    }
-
-    /// `query` with `$previous_version` and `$version` replaced by their values.
-    static func substitute(_ query: String, version: String, previousVersion: String?) -> String {
-        var text = query
-        if let previousVersion { text = text.replacingEvery("$previous_version", with: previousVersion) }
-        return text.replacingEvery("$version", with: version)
-    }
 
     /// "90s", "30m", "12h", "7d" or bare seconds, as whole seconds.
     static func seconds(_ text: String, key: String, file: String, allowZero: Bool) throws(RolloutPlanError) -> Int {
@@ -136,11 +127,16 @@ struct RolloutPlan: Sendable, Equatable {
     }
 
     /// Whether the plan has checks to judge each pause with (else a pause is only a wait).
-    var hasChecks: Bool { !(analysis["analysis.checks"] ?? "").allSatisfy { $0 == " " || $0 == "," } }
+    var hasChecks: Bool { spec != nil }
 
     /// The check names, in order.
-    var checkNames: [String] {
-        (analysis["analysis.checks"] ?? "").split(separator: ",").map { String($0.trimmingSpaces) }.filter { !$0.isEmpty }
+    var checkNames: [String] { spec?.checks.map(\.name) ?? [] }
+
+    /// The values of the variables its queries may use.
+    var variableValues: [String: String] {
+        var values = ["version": version]
+        if let previousVersion { values["previous_version"] = previousVersion }
+        return values
     }
 
     /// "5%, 50% (approval), 100%".
