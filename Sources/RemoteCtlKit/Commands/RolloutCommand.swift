@@ -58,13 +58,13 @@ struct RolloutCommand: Command {
             throw CommandError(.configuration, "The rollout plan \(planPath) cannot be read: \(error).")
         }
         // The app id and the previous version: the plan's, else the bundle's (as `sign` does).
-        let workspace = try? Workspace.open(bundle: context.bundle, stateDirectory: context.stateDirectory)
-        guard let appID = plan.appID ?? workspace?.manifest.appID else {
+        let manifest = Self.bundleManifest(context.bundle)
+        guard let appID = plan.appID ?? manifest?.appID else {
             throw CommandError(.configuration, "The rollout plan \(planPath) has no rollout.app_id and there is no bundle to take the app id from; add rollout.app_id.")
         }
         self.appID = appID
         plan.appID = appID
-        plan.previousVersion = plan.previousVersion ?? workspace?.manifest.previous.version
+        plan.previousVersion = plan.previousVersion ?? manifest?.previous.version
         previousVersion = plan.previousVersion
         self.plan = plan
         if previousVersion == nil, let key = plan.analysis.keys.sorted().first(where: { plan.analysis[$0]!.contains("$previous_version") }) {
@@ -83,6 +83,20 @@ struct RolloutCommand: Command {
         }
         try RolloutRun(plan: plan, appID: appID, signer: signer, files: files, clock: clock, judge: try judge(clock: clock),
                        directiveName: output, console: console).run(approve: approve, abort: abort)
+    }
+
+    /// The manifest of `--bundle`, else of the bundle this executable is in (its bin/'s
+    /// parent); nil when there is none. Only the manifest: a rollout needs no state directory.
+    static func bundleManifest(_ bundle: String?) -> Manifest? {
+        let root: String
+        if let bundle {
+            guard let resolved = FileSystem.resolved(bundle) else { return nil }
+            root = resolved
+        } else {
+            guard let executable = FileSystem.resolved("/proc/self/exe") else { return nil }
+            root = FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: executable))
+        }
+        return try? Manifest.load(bundleRoot: root)
     }
 
     /// The judge of each pause: the plan's checks, or a plain wait when it has none.
