@@ -66,6 +66,9 @@ import Testing
          "The rollout plan plan sets analysis.window_s=60, but a rollout's analysis window is each step's pause; set rollout.pause_s instead."),
         (["rollout.version=1.3.0", "rollout.steps=1,100", "analysis.check.web.kind=http"],
          "The rollout plan plan has analysis.check.web.kind=http, but a fleet rollout runs kind=prometheus checks only (http and app checks judge one host's bake window)."),
+        (["rollout.version=1.3.0", "rollout.steps=1,100", "analysis.checks=errors", "analysis.check.errors.kind=prometheus",
+          "analysis.check.errors.address=http://127.0.0.1:9090", "analysis.check.errors.query=up", "analysis.check.errors.success=result[0] <"],
+         "In the rollout plan plan, analysis.check.errors.success 'result[0] <' does not parse: expected a number, result, len(result), isNaN(...) or ( at column 12, found the end of the condition; write a condition such as result[0] < 0.05."),
         (["rollout.version=1.3.0", "rollout.steps=1,100", "analysis.check.errors.query=up{host=\"$hostname\"}"],
          "The rollout plan plan has $hostname in analysis.check.errors.query, which a fleet rollout has no value for; use $version or $previous_version."),
     ])

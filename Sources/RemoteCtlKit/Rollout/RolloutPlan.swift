@@ -94,6 +94,9 @@ struct RolloutPlan: Sendable, Equatable {
         var analysis: [String: String] = [:]
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) where key.hasPrefix("analysis.") {
             analysis[key] = value
+            if key.hasPrefix("analysis.check."), key.hasSuffix(".kind"), !fleetKinds.contains(value) {
+                throw fail("has \(key)=\(value), but a fleet rollout runs kind=prometheus checks only (http and app checks judge one host's bake window).")
+            }
             if key.hasSuffix(".query"), let unknown = AnalysisCheck.Prometheus.variablesUsed(in: value).first(where: { !Self.variables.contains($0) }) {
                 throw fail("has $\(unknown) in \(key), which a fleet rollout has no value for; use $version or $previous_version.")
             }
@@ -102,10 +105,7 @@ struct RolloutPlan: Sendable, Equatable {
         // condition checked now, before anything is published.
         var spec: AnalysisSpec?
         do { spec = try AnalysisSpec.parse(analysis.merging(["analysis.window_s": String(max(1, pause))]) { $1 }) } catch {
-            throw fail("is wrong: \(error.message)")
-        }
-        for check in spec?.checks ?? [] where !fleetKinds.contains(check.kind.name) {
-            throw fail("has analysis.check.\(check.name).kind=\(check.kind.name), but a fleet rollout runs kind=prometheus checks only (http and app checks judge one host's bake window).")
+            throw RolloutPlanError("In the rollout plan \(file), \(error.message)")
         }
         return RolloutPlan(version: version, steps: steps, pauseSeconds: pause, approvalSteps: approval, expiresInSeconds: expires,
                            appID: settings["rollout.app_id"], previousVersion: settings["rollout.previous_version"], analysis: analysis,
