@@ -131,6 +131,6 @@ import Testing
         #expect(help.out.first?.hasSuffix("78 a bad plan.") == true)
         #expect(Help.tool(CommandTable.all).contains("\n  rollout             Carry a release through a fleet in steps, judged by Prometheus."))
         #expect(CommandError(.waiting, "x").exitCode == 3)
-        #expect(CommandError(.configuration, "x").exitCode == 78)
+        #expect(CommandError(.configInvalid, "x").exitCode == 78)
     }
 }

@@ -61,7 +61,7 @@ import Testing
             self.verdicts = verdicts
             self.clock = clock
         }
-        func judge(step: Int, percent: Int, until deadline: Int64, report: (String) -> Void) -> StepVerdict {
+        func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> StepVerdict {
             judged.append(percent)
             report("errors: measured for \(percent)%")
             clock.sleep(until: deadline)

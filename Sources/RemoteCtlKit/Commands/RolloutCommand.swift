@@ -42,25 +42,25 @@ struct RolloutCommand: Command {
         self.statePath = statePath
 
         let bytes: [UInt8]?
-        do { bytes = try TrustedFile.read(planPath, what: "rollout plan") } catch { throw CommandError(.configuration, error.message) }
+        do { bytes = try TrustedFile.read(planPath, what: "rollout plan") } catch { throw CommandError(.configInvalid, error.message) }
         guard let bytes else {
-            throw CommandError(.configuration, "The rollout plan \(planPath) does not exist; write one with rollout.version, rollout.steps and rollout.pause_s (docs/analysis-rollout.md).")
+            throw CommandError(.configInvalid, "The rollout plan \(planPath) does not exist; write one with rollout.version, rollout.steps and rollout.pause_s (docs/analysis-rollout.md).")
         }
         var plan: RolloutPlan
         do {
             let text = try KeyValueText.parse(bytes, describing: "The rollout plan \(planPath)")
             plan = try RolloutPlan.parse(text, file: planPath)
         } catch let error as SwitchbackError {
-            throw CommandError(.configuration, error.message.hasSuffix(".") ? String(error.message.dropLast()) + "; fix that line." : error.message)
+            throw CommandError(.configInvalid, error.message.hasSuffix(".") ? String(error.message.dropLast()) + "; fix that line." : error.message)
         } catch let error as RolloutPlanError {
-            throw CommandError(.configuration, error.message)
+            throw CommandError(.configInvalid, error.message)
         } catch {
-            throw CommandError(.configuration, "The rollout plan \(planPath) cannot be read: \(error).")
+            throw CommandError(.configInvalid, "The rollout plan \(planPath) cannot be read: \(error).")
         }
         // The app id and the previous version: the plan's, else the bundle's (as `sign` does).
         let manifest = Self.bundleManifest(context.bundle)
         guard let appID = plan.appID ?? manifest?.appID else {
-            throw CommandError(.configuration, "The rollout plan \(planPath) has no rollout.app_id and there is no bundle to take the app id from; add rollout.app_id.")
+            throw CommandError(.configInvalid, "The rollout plan \(planPath) has no rollout.app_id and there is no bundle to take the app id from; add rollout.app_id.")
         }
         self.appID = appID
         plan.appID = appID
@@ -68,7 +68,7 @@ struct RolloutCommand: Command {
         previousVersion = plan.previousVersion
         self.plan = plan
         if previousVersion == nil, let key = plan.analysis.keys.sorted().first(where: { plan.analysis[$0]!.contains("$previous_version") }) {
-            throw CommandError(.configuration, "The rollout plan \(planPath) uses $previous_version in \(key), but has no rollout.previous_version and there is no bundle to take it from; add rollout.previous_version.")
+            throw CommandError(.configInvalid, "The rollout plan \(planPath) uses $previous_version in \(key), but has no rollout.previous_version and there is no bundle to take it from; add rollout.previous_version.")
         }
     }
 
@@ -102,6 +102,6 @@ struct RolloutCommand: Command {
     /// The judge of each pause: the plan's checks, or a plain wait when it has none.
     func judge(clock: any RolloutClock) throws(CommandError) -> any RolloutJudge {
         guard let spec = plan.spec else { return PauseOnlyJudge(clock: clock) }
-        return AnalysisRolloutJudge(spec: spec, variables: plan.variableValues, clock: clock, measurer: PrometheusQueryMeasurer())
+        return EngineRolloutJudge(spec: spec, variables: plan.variableValues)
     }
 }

@@ -88,7 +88,7 @@ struct DryRunJudge: RolloutJudge {
     let plan: RolloutPlan
     let clock: FakeClock
 
-    func judge(step: Int, percent: Int, until deadline: Int64, report: (String) -> Void) -> StepVerdict {
+    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> StepVerdict {
         for check in plan.spec?.checks ?? [] {
             guard case .prometheus(let prometheus) = check.kind else { continue }
             var conditions: [String] = []

@@ -30,8 +30,8 @@ protocol RolloutClock {
 /// Judges a step's pause: runs the plan's checks until `deadline` and returns the verdict.
 protocol RolloutJudge {
     /// Judges the pause after `step` (1-based) was published to `percent`% of installs; each
-    /// measurement is passed to `report` as one line as soon as it is made.
-    func judge(step: Int, percent: Int, until deadline: Int64, report: (String) -> Void) -> StepVerdict
+    /// measurement is passed to `report` as one line as soon as it is made (from any thread).
+    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> StepVerdict
 }
 
 /// The real files: `--state FILE` and `--out FILE`, read strictly (`TrustedFile`: the state
@@ -80,7 +80,7 @@ struct SystemRolloutClock: RolloutClock {
 struct PauseOnlyJudge: RolloutJudge {
     let clock: any RolloutClock
 
-    func judge(step: Int, percent: Int, until deadline: Int64, report: (String) -> Void) -> StepVerdict {
+    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> StepVerdict {
         let seconds = max(0, (deadline - clock.nowMilliseconds() + 500) / 1000)
         clock.sleep(until: deadline)
         return .successful("no checks configured (analysis.checks), paused \(seconds) s")

@@ -46,7 +46,11 @@ struct RolloutRun {
             case .analyse(let step, let percent, let seconds, _):
                 let deadline = clock.nowMilliseconds() + Int64(seconds) * 1000
                 say("\(machine.stepName.capitalizedFirst): pausing \(seconds) s while the analysis runs (until \(Self.clockTime(deadline))).")
-                let verdict = judge.judge(step: step, percent: percent, until: deadline) { say("  " + $0) }
+                let console = self.console
+                let verdict = judge.judge(step: step, percent: percent, until: deadline) { line in
+                    console.out("  " + line)
+                    fflush(nil)
+                }
                 action = machine.judged(verdict, now: nowSeconds)
             case .wait(let sentence):
                 throw CommandError(.waiting, sentence)

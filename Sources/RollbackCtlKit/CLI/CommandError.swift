@@ -14,13 +14,13 @@ public struct CommandError: Error, Equatable, Sendable {
         case switchRefused = "switch_refused"
         /// The state directory could not be written (locked, full, read-only) (exit 1).
         case stateNotWritable = "state_not_writable"
+        /// The configuration is unusable: a bundle's `analysis.*` settings that do not read,
+        /// or a rollout plan (exit 78, EX_CONFIG, which the supervisor tells apart from a crash).
+        case configInvalid = "config_invalid"
         /// The command stopped to wait for an operator (a rollout step that needs approval, an
         /// inconclusive analysis); the message says what to run. Not an error: it goes to
         /// stdout (exit 3).
         case waiting
-        /// A configuration file the command was given is wrong, such as a rollout plan
-        /// (exit 78, EX_CONFIG).
-        case configuration
     }
 
     public var code: Code
@@ -45,12 +45,13 @@ public struct CommandError: Error, Equatable, Sendable {
         CommandError(code, message)
     }
 
-    /// The process exit code: 64 for bad usage, 78 for a bad configuration file, 3 for a
-    /// command waiting for an operator, 1 for everything else.
+    /// The process exit code: 64 for bad usage, 78 for an unusable configuration (a bundle's
+    /// `analysis.*` settings, a rollout plan), 3 for a command waiting for an operator, 1 for
+    /// everything else.
     public var exitCode: Int32 {
         switch code {
         case .usage: return 64
-        case .configuration: return 78
+        case .configInvalid: return 78
         case .waiting: return 3
         case .failed, .switchRefused, .stateNotWritable: return 1
         }
