@@ -4,7 +4,9 @@ import RollbackCtlKit
 /// errors and `--help` read the same), with the commands of `sync`, `keygen`, `sign` and `rollout`.
 public enum RemoteCtl {
     /// Runs the command line (without argv[0]) and returns the exit code: 0, 64 for bad
-    /// usage, 1 for other failures (a refused or unreachable directive included).
+    /// usage, 1 for other failures (a refused or unreachable directive, a rolled-back
+    /// rollout included), 3 while a rollout waits for an operator, 78 for a bad plan or
+    /// analysis settings.
     public static func main(_ arguments: [String], console: Console = .standard) -> Int32 {
         RollbackCtl.main(arguments, console: console, remote: [SyncCommand.self, KeygenCommand.self, SignEntry.self, RolloutCommand.self, AnalyzeCommand.self])
     }
