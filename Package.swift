@@ -108,6 +108,8 @@ let package = Package(
         .testTarget(name: "SwitchbackCryptoTests", dependencies: ["SwitchbackCrypto"]),
         .testTarget(name: "SwitchbackBundlerTests", dependencies: ["SwitchbackBundler"]),
         .testTarget(name: "SwitchbackAnalysisTests", dependencies: ["SwitchbackAnalysis", "SwitchbackCore", "SwitchbackTestSupport"]),
+        // rollbackctl-remote's own logic without a process: the rollout's plan, state machine and driver.
+        .testTarget(name: "RemoteCtlKitTests", dependencies: ["RemoteCtlKit", "RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote", "SwitchbackCrypto"]),
         .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto", "SwitchbackTestSupport"],
                     exclude: ["Fixtures"]),
     ],

@@ -1,11 +1,13 @@
 import RollbackCtlKit
 
 /// The command line of rollbackctl-remote: rollbackctl's own table, parser and help (so usage
-/// errors and `--help` read the same), with the commands of `sync`, `keygen` and `sign`.
+/// errors and `--help` read the same), with the commands of `sync`, `keygen`, `sign` and `rollout`.
 public enum RemoteCtl {
     /// Runs the command line (without argv[0]) and returns the exit code: 0, 64 for bad
-    /// usage, 1 for other failures (a refused or unreachable directive included).
+    /// usage, 1 for other failures (a refused or unreachable directive, a rolled-back
+    /// rollout included), 3 while a rollout waits for an operator, 78 for a bad plan or
+    /// analysis settings.
     public static func main(_ arguments: [String], console: Console = .standard) -> Int32 {
-        RollbackCtl.main(arguments, console: console, remote: [SyncCommand.self, KeygenCommand.self, SignEntry.self, AnalyzeCommand.self])
+        RollbackCtl.main(arguments, console: console, remote: [SyncCommand.self, KeygenCommand.self, SignEntry.self, RolloutCommand.self, AnalyzeCommand.self])
     }
 }

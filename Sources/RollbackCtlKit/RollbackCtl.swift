@@ -6,7 +6,8 @@ import Glibc
 /// rollbackctl's command line: global options, then one subcommand.
 public enum RollbackCtl {
     /// Runs the command line (without argv[0]) and returns the exit code: 0, 64 for bad
-    /// usage, 1 for other failures. Errors go to stderr as "Error: ...".
+    /// usage, 1 for other failures (and for rollbackctl-remote's `rollout`, 3 while it waits
+    /// for an operator, 78 for a bad plan). Errors go to stderr as "Error: ...".
     public static func main(_ arguments: [String], console: Console = .standard) -> Int32 {
         main(arguments, console: console, remote: [])
     }
@@ -19,6 +20,10 @@ public enum RollbackCtl {
             try dispatch(arguments, console: console, remote: remote)
             return 0
         } catch {
+            if error.code == .waiting {
+                console.out(error.message)
+                return error.exitCode
+            }
             console.error("Error: \(error.message)")
             if error.code == .usage {
                 console.error(Help.usageLine(error.subcommand.flatMap(CommandTable.configuration(named:))))

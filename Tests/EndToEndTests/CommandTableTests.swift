@@ -21,7 +21,7 @@ import Testing
         let names = CommandTable.all.map(\.name)
         #expect(Set(names).count == names.count)
         #expect(names == ["status", "rollback", "rollforward", "history", "mark-good", "mark-bad", "promote", "abort", "bake-window",
-                          "verify", "inspect", "sync", "keygen", "sign"])
+                          "verify", "inspect", "sync", "keygen", "sign", "rollout"])
         let help = Help.tool(CommandTable.all)
         for command in CommandTable.all {
             #expect(help.contains("\n  \(command.name)" + String(repeating: " ", count: 20 - command.name.count) + command.abstract))

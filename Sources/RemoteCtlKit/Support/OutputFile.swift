@@ -4,7 +4,8 @@ import Glibc
 import RollbackCtlKit
 import SwitchbackFiles
 
-/// Writes a file at a path the operator chose (`rollbackctl sign --out`, `renew --out`).
+/// Writes a file at a path the operator chose (`rollbackctl sign --out`, `renew --out`,
+/// `rollout --out` and `--state`).
 ///
 /// The operator named the path, so links in the directories above it are followed as the
 /// kernel would; but the directory that holds the file is opened and checked through the
@@ -14,7 +15,7 @@ import SwitchbackFiles
 /// the temporary name) is replaced or refused, never written through; another user's file
 /// in a sticky directory cannot be replaced (the kernel refuses the rename).
 enum OutputFile {
-    static func write(_ bytes: [UInt8], to path: String) throws(CommandError) {
+    static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o644) throws(CommandError) {
         let absolute = path.hasPrefix("/") ? path : currentDirectory() + "/" + path
         let slash = absolute.lastIndex(of: "/")!
         let parent = slash == absolute.startIndex ? "/" : String(absolute[..<slash])
@@ -25,7 +26,7 @@ enum OutputFile {
         }
         do {
             let directory = try CheckedDirectory.open(parent, what: "directory of \(path)", policy: operatorsPolicy)
-            try directory.replace(name, with: bytes, mode: 0o644)
+            try directory.replace(name, with: bytes, mode: mode)
         } catch {
             if error.code == .untrusted { throw .failure(error.message) }
             throw .failure("Could not write \(path): \(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message); check the directory's permissions and free space.")

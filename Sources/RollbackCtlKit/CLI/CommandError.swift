@@ -1,6 +1,7 @@
 /// How a rollbackctl command failed: a `code` callers branch on, one sentence for the user,
 /// and for bad usage the subcommand whose help to point at. Usage errors exit 64 (with a
-/// usage line), every other code exits 1.
+/// usage line), a bad configuration file 78, a command waiting for an operator 3, every
+/// other code 1.
 public struct CommandError: Error, Equatable, Sendable {
     /// What went wrong, for callers to branch on (never the message's text).
     public enum Code: String, Sendable {
@@ -13,9 +14,13 @@ public struct CommandError: Error, Equatable, Sendable {
         case switchRefused = "switch_refused"
         /// The state directory could not be written (locked, full, read-only) (exit 1).
         case stateNotWritable = "state_not_writable"
-        /// The bundle's configuration is unusable, e.g. `analysis.*` settings that do not
-        /// read (exit 78, EX_CONFIG, which the supervisor tells apart from a crash).
+        /// The configuration is unusable: a bundle's `analysis.*` settings that do not read,
+        /// or a rollout plan (exit 78, EX_CONFIG, which the supervisor tells apart from a crash).
         case configInvalid = "config_invalid"
+        /// The command stopped to wait for an operator (a rollout step that needs approval, an
+        /// inconclusive analysis); the message says what to run. Not an error: it goes to
+        /// stdout (exit 3).
+        case waiting
     }
 
     public var code: Code
@@ -40,13 +45,15 @@ public struct CommandError: Error, Equatable, Sendable {
         CommandError(code, message)
     }
 
-    /// The process exit code: 64 for bad usage, 78 for an unusable configuration, 1 for
+    /// The process exit code: 64 for bad usage, 78 for an unusable configuration (a bundle's
+    /// `analysis.*` settings, a rollout plan), 3 for a command waiting for an operator, 1 for
     /// everything else.
     public var exitCode: Int32 {
         switch code {
         case .usage: return 64
         case .configInvalid: return 78
-        default: return 1
+        case .waiting: return 3
+        case .failed, .switchRefused, .stateNotWritable: return 1
         }
     }
 }

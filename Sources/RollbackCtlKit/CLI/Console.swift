@@ -7,6 +7,13 @@ public struct Console: Sendable {
     var writeOut: @Sendable (String) -> Void
     var writeError: @Sendable (String) -> Void
 
+    /// A console that hands each line to `writeOut` (results) or `writeError` (warnings and
+    /// errors): a test's capture, or a prefix before the real one (`rollout --dry-run`).
+    package init(writeOut: @escaping @Sendable (String) -> Void, writeError: @escaping @Sendable (String) -> Void) {
+        self.writeOut = writeOut
+        self.writeError = writeError
+    }
+
     /// The process's stdout and stderr.
     public static let standard = Console(
         writeOut: { line in print(line) },

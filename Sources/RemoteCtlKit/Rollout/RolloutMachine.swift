@@ -1,0 +1,239 @@
+/// The rollout's decisions as a state machine: the persisted `RolloutState` and a `mutating
+/// func` per event (resumed, about to publish, published, judged) that returns the action for
+/// the driver to perform. It does no I/O and reads no clock (times come in with the events),
+/// so every transition has a unit test without files, keys, servers or sleeps.
+///
+/// The driver persists `state` after every event, so what is on disk is always the state the
+/// last action was decided from: written before a directive is published (phase
+/// `publishing`/`rollingBack`, with the serial and SHA-256 of the file being written) and
+/// after (phase `analysing`/`rolledBack`).
+struct RolloutMachine {
+    /// A directive the driver is to sign and publish.
+    struct Publication: Sendable, Equatable {
+        var decision: Decision
+        /// `rollout_percent`.
+        var percent: Int
+        var reason: String
+        /// The serial to sign with: set when a directive signed before a kill never reached
+        /// the disk (the same serial is published, once); nil for a new one (the driver takes
+        /// the time in seconds, above every serial it knows of).
+        var serial: UInt64?
+
+        enum Decision: Sendable, Equatable { case current, previous }
+    }
+
+    enum Action: Sendable, Equatable {
+        /// Sign and publish this directive (`willPublish`, write, `didPublish`).
+        case publish(Publication)
+        /// Run the pause of the step in hand and judge it (`judged`); `resumed` when the step
+        /// was published by an earlier run.
+        case analyse(step: Int, percent: Int, seconds: Int, resumed: Bool)
+        /// Stop for an operator (exit 3): the sentence says what to run.
+        case wait(String)
+        /// Done (exit 0).
+        case finish(String)
+        /// Stopped by a failure or a refusal (exit 1).
+        case fail(String)
+    }
+
+    /// What the directive file holds now (read by the driver before `resume`).
+    struct OnDisk: Sendable, Equatable {
+        /// Its serial, if it holds a directive (signature not checked: only compared).
+        var serial: UInt64?
+        /// The SHA-256 of its bytes.
+        var sha256: String
+    }
+
+    let plan: RolloutPlan
+    private(set) var state: RolloutState
+    /// `--approve`: opens the first gate this run reaches (an approval step or an
+    /// inconclusive verdict); later gates wait again.
+    private var approval: Bool
+    /// Lines for the operator about what was decided and why, taken by the driver.
+    private(set) var notes: [String] = []
+
+    init(plan: RolloutPlan, state: RolloutState?, approve: Bool) {
+        self.plan = plan
+        self.state = state ?? .fresh(plan)
+        approval = approve
+    }
+
+    /// "step 2 of 4 (10%)".
+    var stepName: String { "step \(state.step) of \(state.steps.count) (\(state.percent)%)" }
+
+    /// Takes the notes written since the last call.
+    mutating func takeNotes() -> [String] {
+        defer { notes = [] }
+        return notes
+    }
+
+    /// Decides the first action of a run from the state and the directive file on disk.
+    /// `abort` (`--abort`) publishes the rollback directive from any phase but a finished rollback.
+    mutating func resume(onDisk: OnDisk?, abort: Bool, now: Int64) -> Action {
+        switch state.phase {
+        case .rolledBack:
+            return .fail("The rollout of \(plan.version) was already rolled back (directive serial \(state.serial)): \(state.result ?? "no reason recorded"); to try again, start a new rollout with another --state file.")
+        case .publishing, .rollingBack:
+            let inFlight = state.phase == .rollingBack ? "the rollback" : stepName
+            if onDisk?.sha256 == state.directiveSHA256 {
+                notes.append("The directive of \(inFlight) (serial \(state.serial)) was written before the last run stopped; not publishing it again.")
+                return didPublish(now: now, resumed: true, abort: abort)
+            }
+            if let serial = onDisk?.serial, serial >= state.serial {
+                return .fail(foreign(onDisk: onDisk))
+            }
+            if abort && state.phase == .publishing { return rollBack(.aborted, because: "aborted by the operator (--abort)") }
+            notes.append("The directive of \(inFlight) (serial \(state.serial)) did not reach the disk before the last run stopped; publishing it now.")
+            var publication = state.phase == .rollingBack ? rollbackPublication(reason: state.result ?? "rollback") : stepPublication()
+            publication.serial = state.serial
+            return .publish(publication)
+        case .analysing:
+            guard onDisk?.sha256 == state.directiveSHA256 else { return .fail(foreign(onDisk: onDisk)) }
+            if abort { return rollBack(.aborted, because: "aborted by the operator (--abort)") }
+            notes.append("Resuming \(stepName): its directive (serial \(state.serial)) is already published; its analysis runs again over a whole pause.")
+            return .analyse(step: state.step, percent: state.percent, seconds: plan.pauseSeconds, resumed: true)
+        case .completed:
+            if abort { return rollBack(.aborted, because: "aborted by the operator (--abort) after the rollout completed") }
+            return .finish("The rollout of \(plan.version) is already complete: \(state.percent)% of installs run it (directive serial \(state.serial)).")
+        case .ready, .awaitingApproval:
+            if abort { return rollBack(.aborted, because: "aborted by the operator (--abort)") }
+            if let serial = onDisk?.serial, serial > state.serial, state.serial > 0 {
+                return .fail(foreign(onDisk: onDisk))
+            }
+            return advance()
+        case .inconclusive:
+            if abort { return rollBack(.aborted, because: "aborted by the operator (--abort) after an inconclusive analysis") }
+            guard approval else {
+                return .wait("The analysis of \(stepName) was inconclusive (\(state.result ?? "no result")); run the same command with --approve to go on, or with --abort to roll back.")
+            }
+            approval = false
+            notes.append("\(stepName.capitalizedFirst): inconclusive, approved by the operator (--approve); going on.")
+            return next()
+        }
+    }
+
+    /// The directive in `publication` is signed as `serial` with these bytes' `sha256`: the
+    /// driver writes the state (phase publishing) before it writes the file.
+    mutating func willPublish(serial: UInt64, sha256: String, now: Int64) {
+        state.serial = serial
+        state.directiveSHA256 = sha256
+        state.updatedAt = now
+        if state.phase != .rollingBack { state.phase = .publishing }
+    }
+
+    /// The file is written: the driver writes the state (phase analysing or rolled back) and
+    /// performs the returned action.
+    mutating func didPublish(now: Int64, resumed: Bool = false, abort: Bool = false) -> Action {
+        state.updatedAt = now
+        if state.phase == .rollingBack {
+            state.phase = .rolledBack
+            state.rollbackPublishedAt = now
+            let reason = state.result ?? "rolled back"
+            if state.rollbackCause == .aborted {
+                return .finish("Rolled back \(plan.version) for every install (directive serial \(state.serial)): \(reason).")
+            }
+            return .fail("The rollout of \(plan.version) stopped at \(stepName) and was rolled back for every install (directive serial \(state.serial)): \(reason).")
+        }
+        state.phase = .analysing
+        state.records[state.step] = .init(serial: state.serial, publishedAt: now)
+        if abort { return rollBack(.aborted, because: "aborted by the operator (--abort)") }
+        return .analyse(step: state.step, percent: state.percent, seconds: plan.pauseSeconds, resumed: resumed)
+    }
+
+    /// The analysis of the step in hand ended with `verdict`.
+    mutating func judged(_ verdict: StepVerdict, now: Int64) -> Action {
+        state.updatedAt = now
+        state.result = verdict.sentence
+        state.records[state.step]?.result = "\(verdict.phase): \(verdict.sentence)"
+        switch verdict {
+        case .successful(let sentence):
+            notes.append("\(stepName.capitalizedFirst): analysis successful: \(sentence).")
+            return next()
+        case .failed(let sentence):
+            notes.append("\(stepName.capitalizedFirst): analysis failed: \(sentence); rolling back.")
+            return rollBack(.failed, because: sentence)
+        case .inconclusive(let sentence):
+            state.phase = .inconclusive
+            guard approval else {
+                return .wait("The analysis of \(stepName) was inconclusive (\(sentence)); run the same command with --approve to go on, or with --abort to roll back.")
+            }
+            approval = false
+            notes.append("\(stepName.capitalizedFirst): analysis inconclusive (\(sentence)); approved in advance (--approve), going on.")
+            return next()
+        }
+    }
+
+    /// Moves past the step in hand: the next step, or the end.
+    private mutating func next() -> Action {
+        guard state.step < state.steps.count else {
+            state.phase = .completed
+            return .finish("The rollout of \(plan.version) is complete: \(state.percent)% of installs run it (directive serial \(state.serial)).")
+        }
+        state.step += 1
+        state.phase = .ready
+        return advance()
+    }
+
+    /// The step in hand is next: publish it, or wait for an approval.
+    private mutating func advance() -> Action {
+        if plan.approvalSteps.contains(state.percent) {
+            guard approval else {
+                state.phase = .awaitingApproval
+                state.result = "waiting for approval"
+                return .wait("Waiting for approval: \(stepName) is published only once an operator approves it; run the same command with --approve to publish it, or with --abort to roll back.")
+            }
+            approval = false
+            notes.append("\(stepName.capitalizedFirst): approved by the operator (--approve).")
+        }
+        state.phase = .ready
+        return .publish(stepPublication())
+    }
+
+    private mutating func rollBack(_ cause: RolloutState.RollbackCause, because reason: String) -> Action {
+        state.phase = .rollingBack
+        state.rollbackCause = cause
+        state.result = reason
+        return .publish(rollbackPublication(reason: reason))
+    }
+
+    private func stepPublication() -> Publication {
+        Publication(decision: .current, percent: state.percent,
+                    reason: "Rollout of \(plan.version): \(stepName), run the current slot.")
+    }
+
+    private func rollbackPublication(reason: String) -> Publication {
+        Publication(decision: .previous, percent: 100, reason: "Rollout of \(plan.version) rolled back at \(stepName): \(reason)")
+    }
+
+    /// The refusal when the directive file holds something this rollout did not write.
+    private func foreign(onDisk: OnDisk?) -> String {
+        let holds = onDisk.map { $0.serial.map { "a directive with serial \($0)" } ?? "something that is no directive" } ?? "nothing"
+        return "The directive file holds \(holds), not the directive of \(stepName) this rollout published (serial \(state.serial)): someone else published over it; find out who, then run the same command with --abort to roll back, or start a new rollout with another --state file."
+    }
+}
+
+/// How a step's pause was judged (the analysis's verdict, or a plain wait's).
+enum StepVerdict: Sendable, Equatable {
+    case successful(String)
+    case failed(String)
+    case inconclusive(String)
+
+    var sentence: String {
+        switch self {
+        case .successful(let text), .failed(let text), .inconclusive(let text): return text
+        }
+    }
+
+    var phase: String {
+        switch self {
+        case .successful: return "successful"
+        case .failed: return "failed"
+        case .inconclusive: return "inconclusive"
+        }
+    }
+}
+
+extension String {
+    /// The text with its first letter upper-cased ("step 2" → "Step 2").
+    var capitalizedFirst: String { prefix(1).uppercased() + dropFirst() }
+}

@@ -1,0 +1,160 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#endif
+import RollbackCtlKit
+import SwitchbackCrypto
+import SwitchbackRemote
+
+/// Drives a rollout: performs the actions `RolloutMachine` returns (sign, write the state,
+/// write the directive, write the state again, pause and judge), prints what it measured and
+/// why it acts, and ends with the machine's last sentence: returned (exit 0), thrown as
+/// `.waiting` (exit 3) or as a failure (exit 1).
+struct RolloutRun {
+    let plan: RolloutPlan
+    let appID: String
+    let signer: DirectiveSigner
+    let files: any RolloutFiles
+    let clock: any RolloutClock
+    let judge: any RolloutJudge
+    /// How the directive file is named in the output (`--out`).
+    let directiveName: String
+    let console: Console
+    /// Whether each published directive is also printed, as JSON (the dry run).
+    var showsDirectives = false
+
+    /// Runs from the state on disk to the next stop.
+    func run(approve: Bool, abort: Bool) throws(CommandError) {
+        let saved = try loadState()
+        var machine = RolloutMachine(plan: plan, state: saved, approve: approve)
+        if let saved {
+            say("Resuming the rollout of \(plan.version) at \(machine.stepName), \(saved.phase.rawValue.replacingEvery("_", with: " ")).")
+        } else {
+            say("Rollout of \(plan.version) for \(appID): steps \(plan.stepsSummary); a \(plan.pauseSeconds) s pause after each, \(judgeSummary); directives to \(directiveName).")
+        }
+        var action = machine.resume(onDisk: try onDisk(), abort: abort, now: nowSeconds)
+        while true {
+            flushNotes(&machine)
+            try save(machine.state)
+            switch action {
+            case .publish(let publication):
+                action = try publish(publication, machine: &machine, abort: abort)
+            case .analyse(let step, let percent, let seconds, _):
+                let deadline = clock.nowMilliseconds() + Int64(seconds) * 1000
+                say("\(machine.stepName.capitalizedFirst): pausing \(seconds) s while the analysis runs (until \(Self.clockTime(deadline))).")
+                let console = self.console
+                let verdict = judge.judge(step: step, percent: percent, until: deadline) { line in
+                    console.out("  " + line)
+                    fflush(nil)
+                }
+                action = machine.judged(verdict, now: nowSeconds)
+            case .wait(let sentence):
+                throw CommandError(.waiting, sentence)
+            case .finish(let sentence):
+                say(sentence)
+                return
+            case .fail(let sentence):
+                throw .failure(sentence)
+            }
+        }
+    }
+
+    /// Signs `publication`, writes the state (publishing), the directive, then the state again.
+    private func publish(_ publication: RolloutMachine.Publication, machine: inout RolloutMachine, abort: Bool) throws(CommandError) -> RolloutMachine.Action {
+        let now = clock.nowMilliseconds()
+        let serial = publication.serial ?? newSerial(after: machine.state.serial, now: now)
+        let directive = self.directive(publication, serial: serial, now: now)
+        let bytes: [UInt8]
+        do { bytes = Array(try signer.sign(directive)) } catch { throw .failure(String(describing: error)) }
+        machine.willPublish(serial: serial, sha256: SHA256.hash(bytes).hexString, now: now / 1000)
+        try save(machine.state)
+        try files.writeDirective(bytes)
+        let next = machine.didPublish(now: clock.nowMilliseconds() / 1000, abort: false)
+        say("\(publication.decision == .previous ? "Rollback" : machine.stepName.capitalizedFirst): published directive serial \(serial) (\(directive.decision.summary) on \(plan.version) for \(Self.audience(publication.percent))) to \(directiveName).")
+        if showsDirectives, let json = try? directive.jsonData() { say("    " + String(decoding: json, as: UTF8.self)) }
+        return next
+    }
+
+    /// The directive a publication stands for, signed at `now`.
+    func directive(_ publication: RolloutMachine.Publication, serial: UInt64, now: Int64) -> Directive {
+        let issued = Date(timeIntervalSince1970: Double(now / 1000))
+        return Directive(appID: appID, serial: serial, issuedAt: issued,
+                         expiresAt: issued.addingTimeInterval(Double(plan.expiresInSeconds)),
+                         decision: publication.decision == .current ? .runCurrent : .runPrevious, appliesTo: [plan.version],
+                         rolloutPercent: publication.percent, reason: Self.oneLine(publication.reason))
+    }
+
+    /// The time in seconds, but above every serial known: the state's and the file's (a
+    /// directive published by hand meanwhile), as `sign` does.
+    private func newSerial(after known: UInt64, now: Int64) -> UInt64 {
+        let onFile = (try? files.readDirective()).flatMap { $0 }.flatMap(Self.serial(of:)) ?? 0
+        return max(UInt64(max(0, now / 1000)), known &+ 1, onFile &+ 1)
+    }
+
+    private func loadState() throws(CommandError) -> RolloutState? {
+        guard let bytes = try files.readState() else { return nil }
+        let state: RolloutState
+        do { state = try RolloutState.parse(bytes, file: stateName) } catch { throw .failure(error.message) }
+        guard state.version == plan.version, state.steps == plan.steps else {
+            throw .failure("The rollout state file \(stateName) is of a rollout of \(state.version) in steps \(state.steps.map { "\($0)%" }.joined(separator: ", ")), not of this plan's \(plan.version) in steps \(plan.steps.map { "\($0)%" }.joined(separator: ", ")); give that rollout's plan, or another --state file for a new rollout.")
+        }
+        return state
+    }
+
+    private func save(_ state: RolloutState) throws(CommandError) {
+        var state = state
+        state.updatedAt = nowSeconds
+        try files.writeState(state.serialized())
+    }
+
+    private func onDisk() throws(CommandError) -> RolloutMachine.OnDisk? {
+        try files.readDirective().map { RolloutMachine.OnDisk(serial: Self.serial(of: $0), sha256: SHA256.hash($0).hexString) }
+    }
+
+    private func flushNotes(_ machine: inout RolloutMachine) {
+        for note in machine.takeNotes() { say(note) }
+    }
+
+    private func say(_ line: String) {
+        console.out(line)
+        fflush(nil)  // every stream: progress reaches a pipe or a log as it happens
+    }
+
+    var stateName: String { (files as? RolloutDiskFiles)?.statePath ?? "(state)" }
+
+    private var nowSeconds: Int64 { clock.nowMilliseconds() / 1000 }
+
+    private var judgeSummary: String {
+        plan.hasChecks ? "judged by \(plan.checkNames.joined(separator: ", "))" : "with no checks (analysis.checks is empty)"
+    }
+
+    /// "installs in buckets below 10 (10%)", "every install (100%)".
+    static func audience(_ percent: Int) -> String {
+        percent >= 100 ? "every install (100%)" : "installs in buckets below \(percent) (\(percent)%)"
+    }
+
+    /// A reason a directive accepts: one line, at most `Directive.maxReasonLength` characters.
+    static func oneLine(_ text: String) -> String {
+        let flat = String(String.UnicodeScalarView(text.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
+        return flat.count <= Directive.maxReasonLength ? flat : String(flat.prefix(Directive.maxReasonLength - 3)) + "..."
+    }
+
+    /// The serial of the directive in an envelope's bytes (signature not checked).
+    static func serial(of bytes: [UInt8]) -> UInt64? {
+        guard let envelope = try? JSONDecoder().decode(DirectiveEnvelope.self, from: Data(bytes)),
+              let payload = Data(base64Encoded: envelope.payload),
+              let directive = try? JSONDecoder().decode(Directive.self, from: payload) else { return nil }
+        return directive.serial
+    }
+
+    /// "01:30:00 UTC".
+    static func clockTime(_ milliseconds: Int64) -> String {
+        let seconds = Int(milliseconds / 1000) % 86_400
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : String(value) }
+        return "\(two(seconds / 3600)):\(two(seconds / 60 % 60)):\(two(seconds % 60)) UTC"
+    }
+}

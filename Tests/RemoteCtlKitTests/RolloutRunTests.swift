@@ -1,0 +1,183 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
+import Foundation
+#endif
+@testable import RemoteCtlKit
+@testable import RollbackCtlKit
+import SwitchbackCrypto
+import SwitchbackRemote
+import Testing
+
+/// The rollout's driver against files in memory, a clock that does not wait and a scripted
+/// judge: what it writes, in which order, and what a crash at each write leaves for the next
+/// run. The signatures are real (a fresh Ed25519 key).
+@Suite struct RolloutRunTests {
+    /// Files in memory that record every write and can fail one, as a `kill -9` would stop
+    /// the process at that point.
+    final class RecordingFiles: RolloutFiles, @unchecked Sendable {
+        var state: [UInt8]?
+        var directive: [UInt8]?
+        /// Every write, in order: "state PHASE" or "directive SERIAL".
+        var log: [String] = []
+        /// The write (counted from 1 over both files) that fails instead of happening.
+        var crashAt: Int?
+        private var writes = 0
+
+        func readState() throws(CommandError) -> [UInt8]? { state }
+        func readDirective() throws(CommandError) -> [UInt8]? { directive }
+
+        func writeState(_ bytes: [UInt8]) throws(CommandError) {
+            try crashIfDue()
+            state = bytes
+            log.append("state " + ((try? RolloutState.parse(bytes, file: "s"))?.phase.rawValue ?? "?"))
+        }
+
+        func writeDirective(_ bytes: [UInt8]) throws(CommandError) {
+            try crashIfDue()
+            directive = bytes
+            log.append("directive \(RolloutRun.serial(of: bytes).map(String.init) ?? "?")")
+        }
+
+        private func crashIfDue() throws(CommandError) {
+            writes += 1
+            if writes == crashAt { throw .failure("killed") }
+        }
+
+        /// The directive on disk.
+        var published: Directive? {
+            guard let directive, let envelope = try? JSONDecoder().decode(DirectiveEnvelope.self, from: Data(directive)),
+                  let payload = Data(base64Encoded: envelope.payload) else { return nil }
+            return try? JSONDecoder().decode(Directive.self, from: payload)
+        }
+    }
+
+    /// Returns the verdicts in order, one per pause; successful when they run out.
+    final class ScriptedJudge: RolloutJudge, @unchecked Sendable {
+        var verdicts: [StepVerdict]
+        var judged: [Int] = []
+        let clock: FakeClock
+        init(_ verdicts: [StepVerdict], clock: FakeClock) {
+            self.verdicts = verdicts
+            self.clock = clock
+        }
+        func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> StepVerdict {
+            judged.append(percent)
+            report("errors: measured for \(percent)%")
+            clock.sleep(until: deadline)
+            return verdicts.isEmpty ? .successful("fine") : verdicts.removeFirst()
+        }
+    }
+
+    final class Lines: @unchecked Sendable {
+        var out: [String] = []
+    }
+
+    static let plan = RolloutPlan(version: "1.3.0", steps: [5, 50, 100], pauseSeconds: 30, approvalSteps: [], expiresInSeconds: 3600,
+                                  appID: "dev.example", previousVersion: "1.2.0", analysis: [:])
+    static let signer = DirectiveSigner(privateKey: try! Ed25519PrivateKey.generate())
+
+    struct Harness {
+        let files = RecordingFiles()
+        let clock = FakeClock(now: 1_800_000_000_000)
+        let lines = Lines()
+        var judge: ScriptedJudge
+
+        init(_ verdicts: [StepVerdict] = []) {
+            judge = ScriptedJudge(verdicts, clock: clock)
+        }
+
+        func run(approve: Bool = false, abort: Bool = false, plan: RolloutPlan = RolloutRunTests.plan) throws(CommandError) {
+            let lines = self.lines
+            let console = Console(writeOut: { lines.out.append($0) }, writeError: { lines.out.append("stderr: " + $0) })
+            try RolloutRun(plan: plan, appID: "dev.example", signer: RolloutRunTests.signer, files: files, clock: clock, judge: judge,
+                           directiveName: "www/directive.json", console: console).run(approve: approve, abort: abort)
+        }
+    }
+
+    @Test func theStateIsWrittenBeforeAndAfterEachPublication() throws {
+        let h = Harness()
+        try h.run()
+        #expect(h.files.log.filter { $0.hasPrefix("directive") }.count == 3)
+        // Each directive write sits between a "publishing" and an "analysing" state write.
+        for (index, entry) in h.files.log.enumerated() where entry.hasPrefix("directive") {
+            #expect(h.files.log[index - 1] == "state publishing")
+            #expect(h.files.log[index + 1] == "state analysing")
+        }
+        #expect(h.files.log.last == "state completed")
+        let directive = try #require(h.files.published)
+        #expect(directive.decision == .runCurrent && directive.rolloutPercent == 100 && directive.appliesTo == ["1.3.0"])
+        #expect(directive.expiresAt.timeIntervalSince(directive.issuedAt) == 3600)
+        #expect(h.judge.judged == [5, 50, 100])
+        #expect(h.lines.out.contains("  errors: measured for 50%"))
+        #expect(h.lines.out.last == "The rollout of 1.3.0 is complete: 100% of installs run it (directive serial \(directive.serial)).")
+        // The serials go up, one per publication, from the time in seconds.
+        let serials = try RolloutState.parse(try #require(h.files.state), file: "s").records.keys.sorted().map {
+            try! RolloutState.parse(h.files.state!, file: "s").records[$0]!.serial
+        }
+        #expect(serials.count == 3 && serials[0] >= 1_800_000_000 && serials == serials.sorted() && Set(serials).count == 3)
+    }
+
+    @Test func aFailedStepPublishesTheRollbackAndSaysWhatItMeasured() throws {
+        let h = Harness([.failed("errors: result[0] < 0.05 is false (0.31)")])
+        #expect(throws: CommandError.failure("The rollout of 1.3.0 stopped at step 1 of 3 (5%) and was rolled back for every install (directive serial \(1_800_000_030)): errors: result[0] < 0.05 is false (0.31).")) {
+            try h.run()
+        }
+        let directive = try #require(h.files.published)
+        #expect(directive.decision == .runPrevious && directive.rolloutPercent == 100 && directive.appliesTo == ["1.3.0"])
+        #expect(directive.reason == "Rollout of 1.3.0 rolled back at step 1 of 3 (5%): errors: result[0] < 0.05 is false (0.31)")
+        #expect(h.lines.out.contains("Step 1 of 3 (5%): analysis failed: errors: result[0] < 0.05 is false (0.31); rolling back."))
+        #expect(h.files.log == ["state ready", "state publishing", "directive 1800000000", "state analysing", "state rolling_back",
+                                "state rolling_back", "directive 1800000030", "state rolled_back"])
+    }
+
+    /// A kill at every write of a rollout, then a re-run: each step's directive is written
+    /// exactly once in all, with its serial, and the rollout completes.
+    @Test(arguments: 1...13)
+    func aKillAtAnyWriteResumesWithoutASecondPublication(crashAt: Int) throws {
+        let h = Harness()
+        h.files.crashAt = crashAt
+        #expect(throws: CommandError.failure("killed")) { try h.run() }
+        h.files.crashAt = nil
+        try h.run()
+        let directives = h.files.log.filter { $0.hasPrefix("directive") }
+        #expect(directives.count == 3, "\(h.files.log)")
+        #expect(Set(directives).count == 3, "no serial written twice: \(h.files.log)")
+        #expect(try RolloutState.parse(try #require(h.files.state), file: "s").phase == .completed)
+    }
+
+    @Test func anApprovalStepWaitsUntilApproved() throws {
+        var plan = Self.plan
+        plan.approvalSteps = [50]
+        let h = Harness()
+        #expect(throws: CommandError(.waiting, "Waiting for approval: step 2 of 3 (50%) is published only once an operator approves it; run the same command with --approve to publish it, or with --abort to roll back.")) {
+            try h.run(plan: plan)
+        }
+        #expect(h.files.published?.rolloutPercent == 5)
+        #expect(throws: CommandError.self) { try h.run(plan: plan) }
+        #expect(h.files.published?.rolloutPercent == 5, "still waiting")
+        try h.run(approve: true, plan: plan)
+        #expect(h.files.published?.rolloutPercent == 100)
+    }
+
+    @Test func aStateFileOfAnotherRolloutIsRefused() throws {
+        let h = Harness()
+        try h.run()
+        var other = Self.plan
+        other.version = "1.4.0"
+        #expect(throws: CommandError.failure("The rollout state file (state) is of a rollout of 1.3.0 in steps 5%, 50%, 100%, not of this plan's 1.4.0 in steps 5%, 50%, 100%; give that rollout's plan, or another --state file for a new rollout.")) {
+            try h.run(plan: other)
+        }
+    }
+
+    @Test func aDirectiveFilePublishedByHandKeepsTheSerialsGoingUp() throws {
+        let h = Harness()
+        // A directive with a serial far above the time, already served.
+        let manual = Directive(appID: "dev.example", serial: 5_000_000_000, issuedAt: Date(timeIntervalSince1970: 1_800_000_000),
+                               expiresAt: Date(timeIntervalSince1970: 1_900_000_000), decision: .runPrevious, appliesTo: ["1.3.0"],
+                               reason: "held")
+        h.files.directive = Array(try Self.signer.sign(manual))
+        try h.run()
+        #expect(h.files.log.filter { $0.hasPrefix("directive") } == ["directive 5000000001", "directive 5000000002", "directive 5000000003"])
+    }
+}
