@@ -72,6 +72,31 @@ struct ObserveTests {
         #expect(counts.failedStarts == 2)
     }
 
+    @Test func probationMetricsOnlyWithAnalysisAndCountedFromTheHistory() {
+        #expect(!Self.snapshot.render().contains("switchback_probation"))
+        #expect(!Self.snapshot.render().contains("switchback_analysis_"))
+        var snapshot = Self.snapshot
+        snapshot.hasAnalysis = true
+        snapshot.probation = ProbationRecord(slot: .current, version: "1.3.0", build: String(repeating: "ab", count: 32),
+                                             startedAt: 1_795_317_100_000, endsAt: 1_795_317_160_000, state: .failed)
+        snapshot.counts = EventCounts(events: [
+            SwitchHistoryEvent(time: 1, kind: .probationFailed, from: .current, to: .current, source: .auto, reason: "x"),
+            SwitchHistoryEvent(time: 2, kind: .probationPassed, from: .current, to: .current, source: .auto, reason: "y"),
+            SwitchHistoryEvent(time: 3, kind: .probationFailed, from: .current, to: .current, source: .auto, reason: "z"),
+            SwitchHistoryEvent(time: 4, kind: .probationPromoted, from: .current, to: .current, source: .auto, reason: "w"),
+        ])
+        let text = snapshot.render()
+        let base = "app_id=\"com.example.notes\",install=\"0123456789abcdef\""
+        #expect(text.contains("switchback_probation{\(base),build=\"\(String(repeating: "ab", count: 32))\",slot=\"current\",state=\"failed\",version=\"1.3.0\"} 1\n"))
+        #expect(text.contains("switchback_probation_ends_timestamp_seconds{\(base)} 1795317160\n"))
+        #expect(text.contains("switchback_analysis_results_total{\(base),result=\"failed\"} 2\n"))
+        #expect(text.contains("switchback_analysis_results_total{\(base),result=\"successful\"} 1\n"))
+        #expect(text.contains("switchback_analysis_results_total{\(base),result=\"inconclusive\"} 0\n"))
+        // Old history lines still parse; the new kinds read back.
+        #expect(SwitchHistoryEvent(line: SwitchHistoryEvent(time: 5, kind: .probationAborted, from: .current, to: .current, source: .auto, reason: "r").serialized().dropLast())?.kind == .probationAborted)
+        #expect(SwitchHistoryEvent(line: "v1\t5\tswitch\tcurrent\tprevious\tcli\t")?.kind == .switch)
+    }
+
     @Test func fileNamesAreSafeAndPerStateDirectory() {
         let a = Observer.installLabel(for: StateDirectory(path: "/var/lib/a"))
         let b = Observer.installLabel(for: StateDirectory(path: "/var/lib/b"))

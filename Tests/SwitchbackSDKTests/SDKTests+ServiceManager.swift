@@ -25,6 +25,18 @@ extension SDKTests {
 
     // MARK: Notifications
 
+    @Test func failuresAreReportedAsARunningTotalAndBadOnOneLine() throws {
+        let receiver = try makeReceiver()
+        let socket = NotifySocket(name: receiver.name)
+        let first = try #require(Switchback.reportFailures(1, to: socket))
+        #expect(Switchback.reportFailures(3, to: socket) == first + 3)
+        #expect(Switchback.reportFailures(0, to: socket) == nil)
+        Switchback.reportBad("schema\nmismatch", to: socket)
+        #expect(receiver.messages() == ["X_SWITCHBACK_FAILURES=\(first)", "X_SWITCHBACK_FAILURES=\(first + 3)", "X_SWITCHBACK_BAD=schema mismatch"])
+        // Without a socket: nothing is sent, nothing fails.
+        Switchback.reportBad("x", to: nil)
+    }
+
     @Test func markGoodSendsReadyOnceWithoutTheLauncher() async throws {
         let receiver = try makeReceiver()
         let launch = launch(notifying: receiver)

@@ -5,7 +5,8 @@ package enum CommandTable {
     /// The commands rollbackctl runs itself.
     static let local: [any Command.Type] = [
         StatusCommand.self, RollbackCommand.self, RollforwardCommand.self, HistoryCommand.self,
-        MarkGoodCommand.self, MarkBadCommand.self, VerifyCommand.self, InspectCommand.self,
+        MarkGoodCommand.self, MarkBadCommand.self, PromoteCommand.self, AbortCommand.self, BakeWindowCommand.self,
+        VerifyCommand.self, InspectCommand.self,
     ]
 
     /// The commands rollbackctl-remote runs.

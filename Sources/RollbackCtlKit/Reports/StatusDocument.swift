@@ -37,13 +37,15 @@ package struct StatusDocument: Codable, Equatable, Sendable {
     /// The remote directive's settings and last checks; nil when none is configured or recorded.
     package var remote: Remote?
     package var data: DataStatus
+    /// The last probation (bake window) the supervisor recorded; nil when there is none.
+    package var probation: Probation? = nil
 
     enum CodingKeys: String, CodingKey {
         case appID = "app_id", activeSlot = "active_slot", refusal, reasonCode = "reason_code", rollback, source, reason, changedAt = "changed_at"
         case explanation, warning, writeProblem = "write_problem", pendingSwitch = "pending_switch"
         case firstRelease = "first_release", fromBuild = "from_build", toBuild = "to_build"
         case stateProblem = "state_problem", stateTrust = "state_trust", slots, stateDirectory = "state_directory"
-        case supervisor, bundle, remote, data
+        case supervisor, bundle, remote, data, probation
     }
 
     /// A build the flag's last change switched from or to.
@@ -164,6 +166,42 @@ package struct StatusDocument: Codable, Equatable, Sendable {
             case publishedAt = "published_at", rollbackTo = "rollback_to", rollbackPlan = "rollback_plan"
             case rollbackDataSafe = "rollback_data_safe", detail, lastArchive = "last_archive"
         }
+    }
+
+    /// The last probation: its build, window, state and each check's last measurement.
+    package struct Probation: Codable, Equatable, Sendable {
+        package var slot: String
+        package var version: String
+        package var build: String
+        /// "baking", "passed", "failed", "inconclusive", "promoted" or "aborted".
+        package var state: String
+        package var startedAt: String
+        package var endsAt: String
+        package var windowSeconds: Int64
+        /// Seconds until the window ends (0 once it has, or when it is not baking).
+        package var secondsLeft: Int64
+        /// The verdict's sentence; nil while baking.
+        package var result: String?
+        /// Whether a supervisor runs that judges it (a baking probation without one resumes
+        /// when the supervisor starts again).
+        package var supervised: Bool
+        package var checks: [Check]
+        /// Why the record was ignored (damaged), else nil.
+        package var problem: String?
+
+        enum CodingKeys: String, CodingKey {
+            case slot, version, build, state, startedAt = "started_at", endsAt = "ends_at", windowSeconds = "window_s"
+            case secondsLeft = "seconds_left", result, supervised, checks, problem
+        }
+    }
+
+    /// One check's last measurement.
+    package struct Check: Codable, Equatable, Sendable {
+        package var name: String
+        /// "successful", "failed", "inconclusive" or "error".
+        package var phase: String
+        package var sentence: String
+        package var at: String?
     }
 
     /// The newest restore or archive event in the history.

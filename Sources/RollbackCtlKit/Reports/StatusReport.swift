@@ -50,6 +50,10 @@ struct StatusReport {
     var writeProblem: String?
     /// A switch was interrupted between the data and the flag; the next command finishes it.
     var pendingSwitch: Bool
+    /// The last probation the supervisor recorded (nil: none, or the manifest configures no analysis).
+    var probation: ProbationRecord?
+    /// Why the probation record was ignored (damaged).
+    var probationProblem: String?
 
     /// Whether `pid` is a running launcher of this bundle: the record is trusted only then
     /// (pid 0, a dead pid or one reused by another program shows no supervisor).
@@ -137,6 +141,7 @@ struct StatusReport {
         isFirstRelease = workspace.manifest.isFirstRelease
         lastArchive = (try? workspace.history.read().events)?.last { $0.kind == .restore || $0.kind == .archive }
         previousVersion = workspace.manifest.previous.version
+        do { probation = try ProbationRecord.load(in: workspace.directory) } catch { probationProblem = error.message }
     }
 
     /// The data lines: its reader floor, whether a rollback is data-safe now, the last archive.
@@ -239,6 +244,7 @@ struct StatusReport {
                 lines.append("Last switch: \(HealthPolicy.capitalized(failure.reason)) (\(formatRFC3339(failure.at))).")
             }
         }
+        lines.append(contentsOf: probationLines)
         lines.append("State directory: \(stateDirectory)")
         if let untrustedBecause { lines.append("State: not trusted. \(untrustedBecause)") }
         return lines.joined(separator: "\n")
@@ -295,6 +301,7 @@ struct StatusReport {
             },
             bundle: bundleRoot,
             remote: remoteDocument,
-            data: dataDocument)
+            data: dataDocument,
+            probation: probationDocument)
     }
 }

@@ -9,6 +9,12 @@ public struct EventCounts: Sendable, Equatable {
     /// Starts that did not run the chosen slot (`fallback`), supervised starts not ready in
     /// time (`hung_start`), and live switches whose new child never became ready (`switch_failed`).
     public var failedStarts: Int = 0
+    /// Bake windows ended by the analysis, by result (`successful`, `failed`, `inconclusive`):
+    /// the `probation_passed`, `probation_failed` and `probation_inconclusive` history events.
+    public var analysisResults: [String: Int] = [:]
+
+    /// The results `analysisResults` counts, in the order the metrics list them.
+    public static let analysisResultNames = ["successful", "failed", "inconclusive"]
 
     public init() {}
 
@@ -25,6 +31,12 @@ public struct EventCounts: Sendable, Equatable {
             if event.to == .previous { rollbacks[event.source, default: 0] += 1 }
         case "fallback", "hung_start", "switch_failed":
             failedStarts += 1
+        case "probation_passed":
+            analysisResults["successful", default: 0] += 1
+        case "probation_failed":
+            analysisResults["failed", default: 0] += 1
+        case "probation_inconclusive":
+            analysisResults["inconclusive", default: 0] += 1
         default:
             break
         }
@@ -44,6 +56,9 @@ public struct EventCounts: Sendable, Equatable {
         for source in [ChoiceSource.cli, .remote, .auto] {
             if let value = number("rollbacks_" + source.rawValue) { counts.rollbacks[source] = value }
         }
+        for result in analysisResultNames {
+            if let value = number("analysis_" + result) { counts.analysisResults[result] = value }
+        }
         return counts
     }
 
@@ -53,6 +68,9 @@ public struct EventCounts: Sendable, Equatable {
         text.append("switches", String(switches))
         for source in [ChoiceSource.cli, .remote, .auto] { text.append("rollbacks_" + source.rawValue, String(rollbacks[source] ?? 0)) }
         text.append("failed_starts", String(failedStarts))
+        for result in Self.analysisResultNames where analysisResults[result] != nil {
+            text.append("analysis_" + result, String(analysisResults[result] ?? 0))
+        }
         try FileSystem.replace(Self.path(in: directory), with: text.serialized(), durable: false)
     }
 }

@@ -17,6 +17,11 @@ public struct JournalEntry: Sendable, Equatable {
         case remoteRefused = "remote_refused"
         case remoteNotApplied = "remote_not_applied"
         case remoteStale = "remote_stale"
+        case probationPassed = "probation_passed"
+        case probationFailed = "probation_failed"
+        case probationInconclusive = "probation_inconclusive"
+        case probationPromoted = "probation_promoted"
+        case probationAborted = "probation_aborted"
         /// A history kind this table does not know yet (a newer writer's).
         case other
 
@@ -36,6 +41,11 @@ public struct JournalEntry: Sendable, Equatable {
             case .remoteRefused: return "394131486ebf4b1291d60290ab2f0f67"
             case .remoteNotApplied: return "7bae8d9a2c28432eb045a894a7499f30"
             case .remoteStale: return "f5951db9287646ab96941364ba3dca85"
+            case .probationPassed: return "5d1c0e8a3f7b4c6e9a2d4b8f1e3c7a90"
+            case .probationFailed: return "c3a9e27d5b1f4e08a6d2c9b7e4f1a358"
+            case .probationInconclusive: return "8e4b2f6a1d9c4a7b93e5f0c2d8a6b147"
+            case .probationPromoted: return "2f7d9c1e6b3a4f58a0c4e9d2b7f3a61c"
+            case .probationAborted: return "a61e4d8b2c9f47309d5b1e7c3a8f2d64"
             case .other: return "ae42fedbd8f94b798fbb7ac02d9ed69f"
             }
         }
@@ -43,7 +53,8 @@ public struct JournalEntry: Sendable, Equatable {
         /// syslog priority: 4 (warning) for what went wrong, 5 (notice) for decisions.
         public var priority: Int {
             switch self {
-            case .fallback, .hungStart, .switchFailed, .remoteRefused, .remoteNotApplied, .remoteStale, .recovery: return 4
+            case .fallback, .hungStart, .switchFailed, .remoteRefused, .remoteNotApplied, .remoteStale, .recovery,
+                 .probationFailed, .probationInconclusive, .probationAborted: return 4
             default: return 5
             }
         }

@@ -67,9 +67,17 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var remote: Remote?
     public var counts: EventCounts
     public var writtenAt: Int64
+    /// Whether the manifest configures a bake window (`analysis.*`): only then are the
+    /// probation metrics written.
+    public var hasAnalysis: Bool
+    /// The last probation (`probation` in the state directory), if any.
+    public var probation: ProbationRecord?
 
     public init(appID: String, install: String, stateDirectory: String, current: Slot, previous: Slot, activeSlot: BuildSlot,
-                source: String, rollback: Bool, remote: Remote?, counts: EventCounts, writtenAt: Int64) {
+                source: String, rollback: Bool, remote: Remote?, counts: EventCounts, writtenAt: Int64,
+                hasAnalysis: Bool = false, probation: ProbationRecord? = nil) {
+        self.hasAnalysis = hasAnalysis
+        self.probation = probation
         self.appID = appID
         self.install = install
         self.stateDirectory = stateDirectory
@@ -161,6 +169,16 @@ public struct MetricsSnapshot: Sendable, Equatable {
                    [("", flag(remote.isStale))])
             metric("switchback_remote_max_staleness_seconds", "gauge", "The staleness limit (remote.max_staleness_s).",
                    [("", String(remote.maxStalenessSeconds))])
+        }
+        if hasAnalysis {
+            metric("switchback_probation", "gauge", "1, labelled with the last probation's slot, version, build and state (baking, passed, failed, inconclusive, promoted, aborted).",
+                   probation.map { record in
+                       [("build=\"\(Self.escape(record.build))\",slot=\"\(record.slot.rawValue)\",state=\"\(record.state.rawValue)\",version=\"\(Self.escape(record.version))\"", "1")]
+                   } ?? [])
+            metric("switchback_probation_ends_timestamp_seconds", "gauge", "When the last probation's bake window ends (or ended).",
+                   probation.map { [("", String($0.endsAt / 1000))] } ?? [])
+            metric("switchback_analysis_results_total", "counter", "Bake windows ended by the analysis, by result.",
+                   EventCounts.analysisResultNames.map { ("result=\"\($0)\"", String(counts.analysisResults[$0] ?? 0)) })
         }
         metric("switchback_metrics_written_timestamp_seconds", "gauge", "When this file was written.",
                [("", String(writtenAt))])

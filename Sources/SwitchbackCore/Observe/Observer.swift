@@ -63,6 +63,10 @@ public enum Observer {
             // The reason is the whole sentence (what is stale, since when, what to do).
             kind = .remoteStale
             message = reason
+        case "probation_passed", "probation_failed", "probation_inconclusive", "probation_promoted", "probation_aborted":
+            // The reason is the whole verdict ("the current build (1.3.0) failed its 60 s bake window: ...").
+            kind = JournalEntry.Kind(rawValue: event.kind.rawValue) ?? .other
+            message = HealthPolicy.capitalized(reason)
         default:
             kind = JournalEntry.Kind(rawValue: event.kind.rawValue) ?? .other
             message = "\(event.kind.rawValue.replacingUnderscores()) (\(event.from.rawValue) to \(event.to.rawValue) slot, \(version)): \(reason)"
@@ -175,7 +179,8 @@ public enum Observer {
             appID: manifest.appID, install: installLabel(for: directory), stateDirectory: directory.path,
             current: slot(.current), previous: slot(.previous), activeSlot: state.slot,
             source: state.source == .default ? "none" : state.source.rawValue, rollback: state.rollback,
-            remote: remote, counts: counts, writtenAt: now)
+            remote: remote, counts: counts, writtenAt: now, hasAnalysis: Supervisor.Analyzer.isConfigured(manifest),
+            probation: Supervisor.Analyzer.isConfigured(manifest) ? (try? ProbationRecord.load(in: directory)) ?? nil : nil)
     }
 
     /// N from "... (directive serial N)" or "... directive serial N ...".

@@ -30,6 +30,18 @@ public struct SwitchHistoryEvent: Sendable, Equatable {
         /// per episode, with the sentence `status` shows; `from` and `to` are the slot that
         /// runs next, which does not change.
         case remoteStale = "remote_stale"
+        /// A build passed its bake window (`from` and `to` are its slot; the reason names the
+        /// verdict's sentence); it is marked good again with a note.
+        case probationPassed = "probation_passed"
+        /// A build failed its bake window: the reason is the measurement that failed; the
+        /// rollback that follows is a `switch` line of its own.
+        case probationFailed = "probation_failed"
+        /// A bake window ended without a verdict either way: the build stays.
+        case probationInconclusive = "probation_inconclusive"
+        /// `rollbackctl promote` ended a probation as good.
+        case probationPromoted = "probation_promoted"
+        /// `rollbackctl abort` ended a probation as bad.
+        case probationAborted = "probation_aborted"
     }
 
     /// Seconds since the epoch.

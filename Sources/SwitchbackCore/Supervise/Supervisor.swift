@@ -73,6 +73,12 @@ public final class Supervisor {
     var healthSeen: FileFingerprint?
     /// The state and health files as the persisted choice was last acted on.
     var watched: [FileFingerprint?] = []
+    /// Whether the manifest configures a probation (`analysis.*`): without, nothing of it is read.
+    let hasAnalysis: Bool
+    /// The analyzer of the probation under way, if it runs.
+    var analyzer: Analyzer?
+    /// The bake-window override as last read.
+    var overrideSeen: FileFingerprint?
 
     init(manifest: Manifest, directory: StateDirectory, trusted: Bool) {
         self.manifest = manifest
@@ -88,9 +94,15 @@ public final class Supervisor {
         let listeners = Self.openListeners(settings.listen)
         self.listeners = listeners
         let shared = settings.readiness.address.map { address in listeners.contains { $0.address == address.description } } ?? false
+        hasAnalysis = Analyzer.isConfigured(manifest)
         machine = SupervisorMachine(.init(settings: settings, hasListeners: !listeners.isEmpty, probeSharesListener: shared,
                                           currentVersion: manifest[.current].version, previousVersion: manifest[.previous].version,
                                           supervisorPID: getpid()))
+        if hasAnalysis && trusted {
+            overrideSeen = (try? FileSystem.status(ProbationRecord.overridePath(in: directory))).flatMap { $0.map(FileFingerprint.init) }
+            machine.bakeWindowSeconds = bakeWindowSeconds()
+            machine.resumable = loadProbationRecord()
+        }
     }
 
     /// Supervises until the app exits 0 or the supervisor is told to stop; exits with the
@@ -115,6 +127,9 @@ public final class Supervisor {
                        pollfd(fd: inotifyFD, events: Int16(POLLIN), revents: 0)]
             let reports = Array(reportFDs.values)
             fds += reports.map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+            let analyzerOutput = analyzer.map(\.output) ?? -1
+            if analyzerOutput >= 0 { fds.append(pollfd(fd: analyzerOutput, events: Int16(POLLIN), revents: 0)) }
+            let probeIndex = fds.count
             if let probe, let events = probe.attempt.events { fds.append(pollfd(fd: probe.attempt.fd, events: events, revents: 0)) }
             _ = poll(&fds, nfds_t(fds.count), Int32(nextTimeout()))
             if fds[0].revents != 0 { handleSignals() }
@@ -122,7 +137,8 @@ public final class Supervisor {
             // A change in the state directory only wakes the loop: tick() compares the files.
             if fds[2].revents != 0 { drainInotify() }
             for entry in fds[3..<(3 + reports.count)] where entry.revents != 0 { readReport(from: entry.fd) }
-            if let last = fds.last, fds.count > 3 + reports.count, last.revents != 0, let current = probe {
+            if analyzerOutput >= 0, fds[3 + reports.count].revents != 0, analyzer?.output == analyzerOutput { readAnalyzer() }
+            if fds.count > probeIndex, fds[probeIndex].revents != 0, let current = probe {
                 if let outcome = current.attempt.advance() { probeFinished(outcome, pid: current.pid) }
             }
             tick()
@@ -181,6 +197,16 @@ public final class Supervisor {
             watched = fingerprints()
         case .reconsiderChoice:
             watched = []
+        case .startAnalyzer(let record):
+            startAnalyzer(record)
+        case .stopAnalyzer:
+            stopAnalyzer()
+        case .tellAnalyzer(let line):
+            tellAnalyzer(line)
+        case .recordProbation(let record):
+            recordProbation(record)
+        case .markGoodAfterProbation(let slot, let build, let note):
+            markGoodAfterProbation(slot: slot, build: build, note: note)
         case .exit(let code):
             finish(code)
         }
@@ -231,6 +257,10 @@ public final class Supervisor {
                     send(.watchdogPing(pid: message.pid))
                 case "X_SWITCHBACK_ADOPTED":
                     send(.adoptedSocket(pid: message.pid))
+                case "X_SWITCHBACK_FAILURES":
+                    if let count = Int(value), count >= 0 { send(.appFailures(pid: message.pid, count: count)) }
+                case "X_SWITCHBACK_BAD":
+                    send(.appBad(pid: message.pid, reason: value.isEmpty ? "no reason given" : Limits.truncated(String(value), bytes: Limits.reasonBytes)))
                 default:
                     break
                 }
@@ -257,6 +287,10 @@ public final class Supervisor {
             if pid <= 0 { return }
             if let current = probe, current.attempt.commandPID == pid {
                 probeFinished(current.attempt.commandExited(status), pid: current.pid)
+                continue
+            }
+            if analyzer?.pid == pid {
+                analyzerExited(status: status)
                 continue
             }
             // Its last report first: the slot it ran is in it.
@@ -296,6 +330,10 @@ public final class Supervisor {
         // failures, a random wait before a first or overdue check, slept by the detached sync so
         // this loop never waits); an applied directive changes the state file, which the next lines see.
         if let problem = remoteCheck?.startInBackgroundIfDue() { Launcher.printError("launcher: supervisor: \(problem)") }
+        if hasAnalysis {
+            noticeBakeWindow()
+            consumeProbationRequest()
+        }
         watchPersistedChoice()
     }
 
@@ -322,6 +360,8 @@ public final class Supervisor {
 
     func finish(_ status: Int32) -> Never {
         if trusted { try? FileSystem.remove(SupervisorRecord.path(in: directory)) }
+        // The record stays baking: a supervisor started again resumes the window.
+        stopAnalyzer()
         notify.remove()
         exit(status)
     }

@@ -111,6 +111,7 @@ extension SupervisorMachine {
         guard !isStopping else { return actions }
         actions += checkStartingChildren(moment)
         actions += checkWatchdog(now: now)
+        actions += checkProbation(now: moment)
         if settings.readiness != .mark, probing == nil, now >= nextProbeAt, let child = unreadyChild {
             probing = child.pid
             actions.append(.startProbe(pid: child.pid))
@@ -180,6 +181,7 @@ extension SupervisorMachine {
         guard let serving, serving.pid == pid else { return actions }
         if let how = serving.readySignal?.how { actions.append(.recordGoodMark(serving, how: how)) }
         actions.append(.notifySystemd(["READY=1", "STATUS=\(statusLine(serving))", "MAINPID=\(configuration.supervisorPID)"]))
+        actions += probationOnReady(serving, now: moment)
         // The choice may have changed again while the candidate started.
         return actions + [.publish, .reconsiderChoice]
     }

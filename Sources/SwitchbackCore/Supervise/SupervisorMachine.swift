@@ -104,6 +104,20 @@ struct SupervisorMachine {
         /// A build the health file calls good exited abnormally (the driver's answer to
         /// `countCrash`).
         case goodBuildCrashed(slot: BuildSlot, build: String)
+        /// The bake window (`analysis.window_s`, or the operator's override) changed.
+        case bakeWindow(seconds: Int)
+        /// The analyzer's `measurement NAME PHASE SENTENCE`.
+        case analysisMeasured(check: String, phase: String, sentence: String)
+        /// The analyzer's `verdict successful|failed|inconclusive SENTENCE` (as passed, failed, inconclusive).
+        case analysisVerdict(ProbationRecord.State, sentence: String)
+        /// The analyzer exited, or could not be started, without a verdict (why, as a phrase).
+        case analyzerExited(String)
+        /// sd_notify: `X_SWITCHBACK_FAILURES=N`, the app's cumulative failure count.
+        case appFailures(pid: pid_t, count: Int)
+        /// sd_notify: `X_SWITCHBACK_BAD=REASON`.
+        case appBad(pid: pid_t, reason: String)
+        /// `rollbackctl promote` / `abort`.
+        case probationRequest(ProbationRequest)
     }
 
     enum Action: Equatable {
@@ -134,6 +148,17 @@ struct SupervisorMachine {
         case acknowledgeChoice
         /// Look at the persisted choice again at the next tick, changed or not.
         case reconsiderChoice
+        /// Start `rollbackctl-remote analyze` for the probation; the driver answers
+        /// `.analyzerExited` when it cannot.
+        case startAnalyzer(ProbationRecord)
+        /// Stop the analyzer (its verdict is no longer wanted).
+        case stopAnalyzer
+        /// A line on the analyzer's stdin (`app-failures N`, `app-bad REASON`).
+        case tellAnalyzer(String)
+        /// Save the probation record (and refresh the metrics).
+        case recordProbation(ProbationRecord)
+        /// The build passed its probation (or was promoted): marked good with the note.
+        case markGoodAfterProbation(slot: BuildSlot, build: String, note: String)
         /// Remove the record and exit with the code.
         case exit(Int32)
     }
@@ -149,6 +174,10 @@ struct SupervisorMachine {
         var previousVersion: String
         /// The supervisor's own pid, for `MAINPID=`.
         var supervisorPID: pid_t
+        /// The bake window at the start (`analysis.window_s`, or the override); 0: no probation.
+        var bakeWindowSeconds = 0
+        /// The probation record found at the start: resumed when its build serves again.
+        var resumable: ProbationRecord? = nil
 
         func version(_ slot: BuildSlot) -> String { slot == .current ? currentVersion : previousVersion }
     }
@@ -174,9 +203,18 @@ struct SupervisorMachine {
     var nextProbeAt = 0.0
     /// Crashes of good builds within the window.
     var crashes: CrashWindow
+    /// The probation of the serving build.
+    var probation = Probation.none
+    /// The bake window a new probation gets, in seconds (0: none).
+    var bakeWindowSeconds: Int
+    /// The record of a probation from before the supervisor started, until a child of its
+    /// build or of another became ready.
+    var resumable: ProbationRecord?
 
     init(_ configuration: Configuration) {
         self.configuration = configuration
+        bakeWindowSeconds = configuration.bakeWindowSeconds
+        resumable = configuration.resumable
         backoff = configuration.settings.backoffInitialMilliseconds
         crashes = CrashWindow(limit: configuration.settings.crashLimit, windowMilliseconds: configuration.settings.crashWindowMilliseconds)
     }
@@ -243,6 +281,7 @@ struct SupervisorMachine {
             if child.phase == .ready, settings.watchdogMilliseconds > 0 { deadlines.append(child.lastWatchdogPing + Double(settings.watchdogMilliseconds) / 1000) }
         }
         if probing == nil, settings.readiness != .mark, unreadyChild != nil { deadlines.append(nextProbeAt) }
+        if let deadline = probationDeadline { deadlines.append(deadline) }
         return deadlines.min()
     }
 
@@ -307,6 +346,21 @@ struct SupervisorMachine {
             guard crashes.record(build: build, at: Int64(now.monotonic * 1000)) else { return [] }
             let why = "crashed \(settings.crashLimit) times within \(settings.crashWindowMilliseconds / 1000) s after it was marked good"
             return [.markBad(slot: slot, build: build, why: why)]
+        case .bakeWindow(let seconds):
+            bakeWindowSeconds = max(0, seconds)
+            return []
+        case .analysisMeasured(let check, let phase, let sentence):
+            return analysisMeasured(check: check, phase: phase, sentence: sentence, now: now)
+        case .analysisVerdict(let state, let sentence):
+            return analysisVerdict(state, sentence: sentence, now: now)
+        case .analyzerExited(let why):
+            return analyzerGone(why, now: now)
+        case .appFailures(let pid, let count):
+            return appSignal(pid: pid, line: "app-failures \(count)")
+        case .appBad(let pid, let reason):
+            return appSignal(pid: pid, line: "app-bad \(reason)")
+        case .probationRequest(let request):
+            return probationRequested(request, now: now)
         }
     }
 

@@ -1,0 +1,198 @@
+/// Reads `analysis.*` settings into an `AnalysisSpec`, checking every key and value.
+struct SettingsReader {
+    let settings: [String: String]
+
+    static let topLevel = ["window_s", "interval_s", "failure_limit", "inconclusive_limit", "consecutive_error_limit", "checks"]
+    static let fields: [String: [String]] = [
+        "http": ["kind", "interval_s", "url", "success_status", "probe_interval_ms", "timeout_ms", "window_s",
+                 "max_failure_percent", "latency_limit_ms", "latency_percentile", "min_probes"],
+        "prometheus": ["kind", "interval_s", "address", "query", "success", "failure", "timeout_ms"],
+        "app": ["kind", "interval_s", "max_failures"],
+    ]
+
+    mutating func spec() throws(AnalysisSpecError) -> AnalysisSpec? {
+        let window = try integer("analysis.window_s", in: 0...AnalysisSpec.maximumWindowSeconds, "a whole number of seconds") ?? 0
+        let names = try checkNames()
+        let checkKeys = settings.keys.filter { $0.hasPrefix("analysis.check.") }
+        if window == 0 && names.isEmpty && checkKeys.isEmpty { return nil }
+        // Every key is a setting, before any value is judged: a typo is named as such.
+        for key in settings.keys.sorted() {
+            try checkKey(key, names: names)
+        }
+        guard window > 0 else {
+            throw AnalysisSpecError(.missingKey, key: "analysis.window_s",
+                                    "The analysis has checks but no analysis.window_s; write analysis.window_s=SECONDS (e.g. 60), the bake window.")
+        }
+        var spec = AnalysisSpec(windowSeconds: window)
+        spec.intervalSeconds = try integer("analysis.interval_s", in: 1...86_400, "a whole number of seconds") ?? 10
+        spec.failureLimit = try integer("analysis.failure_limit", in: ValueRange.count, "a whole number of measurements") ?? 0
+        spec.inconclusiveLimit = try integer("analysis.inconclusive_limit", in: ValueRange.count, "a whole number of measurements") ?? 0
+        spec.consecutiveErrorLimit = try integer("analysis.consecutive_error_limit", in: ValueRange.count, "a whole number of measurements")
+        for name in names {
+            spec.checks.append(try check(name, spec: spec))
+        }
+        return spec
+    }
+
+    func checkNames() throws(AnalysisSpecError) -> [String] {
+        let key = "analysis.checks"
+        guard let text = settings[key] else { return [] }
+        var names: [String] = []
+        for item in text.split(separator: ",", omittingEmptySubsequences: false) {
+            let name = String(item.drop(while: { $0 == " " }).reversed().drop(while: { $0 == " " }).reversed())
+            guard !name.isEmpty, name.utf8.count <= 64,
+                  name.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) || $0 == 0x5F || $0 == 0x2D }) else {
+                throw AnalysisSpecError(.invalidValue, key: key,
+                                        "\(key) has the name '\(name.prefix(64))'; write a comma-separated list of names of letters, digits, _ and - (e.g. http,errors,app).")
+            }
+            guard !names.contains(name) else {
+                throw AnalysisSpecError(.invalidValue, key: key, "\(key) lists \(name) twice; list each check once.")
+            }
+            names.append(name)
+        }
+        guard names.count <= AnalysisSpec.maximumChecks else {
+            throw AnalysisSpecError(.invalidValue, key: key,
+                                    "\(key) lists \(names.count) checks, more than \(AnalysisSpec.maximumChecks); list fewer.")
+        }
+        return names
+    }
+
+    func checkKey(_ key: String, names: [String]) throws(AnalysisSpecError) {
+        let rest = key.dropFirst("analysis.".count)
+        if Self.topLevel.contains(String(rest)) { return }
+        guard rest.hasPrefix("check.") else {
+            throw AnalysisSpecError(.unknownKey, key: key,
+                                    "\(key) is not an analysis setting; write analysis.window_s, interval_s, failure_limit, inconclusive_limit, consecutive_error_limit, checks or analysis.check.NAME.FIELD.")
+        }
+        let path = rest.dropFirst("check.".count)
+        guard let dot = path.lastIndex(of: "."), dot != path.startIndex else {
+            throw AnalysisSpecError(.unknownKey, key: key, "\(key) is not an analysis setting; write analysis.check.NAME.FIELD (e.g. analysis.check.http.url).")
+        }
+        let name = String(path[..<dot]), field = String(path[path.index(after: dot)...])
+        guard names.contains(name) else {
+            throw AnalysisSpecError(.unknownKey, key: key,
+                                    "\(key) is for a check \(name) that analysis.checks does not list; add \(name) to analysis.checks or remove the key.")
+        }
+        let kindKey = "analysis.check.\(name).kind"
+        guard let kind = settings[kindKey] else {
+            throw AnalysisSpecError(.missingKey, key: kindKey, "The check \(name) has no \(kindKey); write \(kindKey)=http, prometheus or app.")
+        }
+        guard let fields = Self.fields[kind] else {
+            throw AnalysisSpecError(.invalidValue, key: kindKey, "\(kindKey) is '\(kind.prefix(40))'; write http, prometheus or app.")
+        }
+        guard fields.contains(field) else {
+            throw AnalysisSpecError(.unknownKey, key: key,
+                                    "\(key) is not a setting of a\(kind == "app" ? "n" : "") \(kind) check; a\(kind == "app" ? "n" : "") \(kind) check takes \(fields.dropFirst().joined(separator: ", ")).")
+        }
+    }
+
+    func check(_ name: String, spec: AnalysisSpec) throws(AnalysisSpecError) -> AnalysisCheck {
+        let prefix = "analysis.check.\(name)."
+        let kindKey = prefix + "kind"
+        guard let kind = settings[kindKey] else {
+            throw AnalysisSpecError(.missingKey, key: kindKey, "The check \(name) has no \(kindKey); write \(kindKey)=http, prometheus or app.")
+        }
+        let interval = try integer(prefix + "interval_s", in: 1...86_400, "a whole number of seconds") ?? spec.intervalSeconds
+        switch kind {
+        case "http":
+            return AnalysisCheck(name: name, intervalMilliseconds: interval * 1000, kind: .http(try http(prefix, spec: spec)))
+        case "prometheus":
+            return AnalysisCheck(name: name, intervalMilliseconds: interval * 1000, kind: .prometheus(try prometheus(prefix, name: name)))
+        case "app":
+            let maxFailures = try integer(prefix + "max_failures", in: ValueRange.count, "a whole number of failures") ?? 0
+            return AnalysisCheck(name: name, intervalMilliseconds: interval * 1000, kind: .app(AnalysisCheck.App(maxFailures: maxFailures)))
+        default:
+            throw AnalysisSpecError(.invalidValue, key: kindKey, "\(kindKey) is '\(kind.prefix(40))'; write http, prometheus or app.")
+        }
+    }
+
+    func http(_ prefix: String, spec: AnalysisSpec) throws(AnalysisSpecError) -> AnalysisCheck.HTTP {
+        let url = try self.url(prefix + "url", example: "http://127.0.0.1:8080/health")
+        var check = AnalysisCheck.HTTP(url: url, windowMilliseconds: spec.windowSeconds * 1000)
+        if let text = settings[prefix + "success_status"] {
+            guard let statuses = HTTPStatusSet(text) else {
+                throw AnalysisSpecError(.invalidValue, key: prefix + "success_status",
+                                        "\(prefix)success_status is '\(text.prefix(40))'; write statuses and ranges from 100 to 599, e.g. 200-299 or 200-399,404.")
+            }
+            check.successStatuses = statuses
+        }
+        check.probeIntervalMilliseconds = try integer(prefix + "probe_interval_ms", in: 10...3_600_000, "a whole number of milliseconds") ?? 500
+        check.timeoutMilliseconds = try integer(prefix + "timeout_ms", in: 1...600_000, "a whole number of milliseconds") ?? 2000
+        if let seconds = try integer(prefix + "window_s", in: 1...AnalysisSpec.maximumWindowSeconds, "a whole number of seconds") {
+            check.windowMilliseconds = seconds * 1000
+        }
+        check.maxFailurePercent = try decimal(prefix + "max_failure_percent", in: 0...100, "a percentage") ?? 5
+        check.latencyLimitMilliseconds = try decimal(prefix + "latency_limit_ms", in: 1...600_000, "a number of milliseconds")
+        check.latencyPercentile = try decimal(prefix + "latency_percentile", in: 1...100, "a percentile") ?? 99
+        check.minProbes = try integer(prefix + "min_probes", in: 1...ValueRange.count.upperBound, "a whole number of probes") ?? 5
+        let fits = check.windowMilliseconds / check.probeIntervalMilliseconds + 1
+        guard check.minProbes <= fits else {
+            throw AnalysisSpecError(.invalidValue, key: prefix + "min_probes",
+                                    "\(prefix)min_probes is \(check.minProbes) but a \(check.windowMilliseconds / 1000) s window holds at most \(fits) probes \(check.probeIntervalMilliseconds) ms apart; lower min_probes, lower probe_interval_ms or widen window_s.")
+        }
+        return check
+    }
+
+    func prometheus(_ prefix: String, name: String) throws(AnalysisSpecError) -> AnalysisCheck.Prometheus {
+        var address = try url(prefix + "address", example: "http://127.0.0.1:9090")
+        while address.hasSuffix("/") { address.removeLast() }
+        let queryKey = prefix + "query"
+        guard let query = settings[queryKey] else {
+            throw AnalysisSpecError(.missingKey, key: queryKey, "The prometheus check \(name) has no \(queryKey); write the PromQL instant query, e.g. \(queryKey)=sum(rate(http_requests_total{code=~\"5..\"}[1m])).")
+        }
+        guard query.utf8.count <= 8192 else {
+            throw AnalysisSpecError(.invalidValue, key: queryKey, "\(queryKey) is \(query.utf8.count) bytes long; write a query of at most 8192 bytes.")
+        }
+        if let unknown = AnalysisCheck.Prometheus.unknownVariables(in: query).first {
+            throw AnalysisSpecError(.invalidValue, key: queryKey,
+                                    "\(queryKey) uses $\(unknown), which is not a variable; write one of $\(AnalysisCheck.Prometheus.variables.joined(separator: ", $")).")
+        }
+        let success = try condition(prefix + "success")
+        let failure = try condition(prefix + "failure")
+        guard success != nil || failure != nil else {
+            throw AnalysisSpecError(.missingKey, key: prefix + "success",
+                                    "The prometheus check \(name) has neither \(prefix)success nor \(prefix)failure; write e.g. \(prefix)success=result[0] < 0.05.")
+        }
+        let timeout = try integer(prefix + "timeout_ms", in: 1...600_000, "a whole number of milliseconds") ?? 5000
+        return AnalysisCheck.Prometheus(address: address, query: query, success: success, failure: failure, timeoutMilliseconds: timeout)
+    }
+
+    func condition(_ key: String) throws(AnalysisSpecError) -> AnalysisCondition? {
+        guard let text = settings[key] else { return nil }
+        do {
+            return try AnalysisCondition(parsing: text)
+        } catch {
+            throw AnalysisSpecError(.invalidCondition, key: key,
+                                    "\(key) '\(text.prefix(80))' does not parse: \(error.message); write a condition such as result[0] < 0.05.")
+        }
+    }
+
+    func url(_ key: String, example: String) throws(AnalysisSpecError) -> String {
+        guard let text = settings[key] else {
+            throw AnalysisSpecError(.missingKey, key: key, "The check has no \(key); write e.g. \(key)=\(example).")
+        }
+        let rest = text.hasPrefix("http://") ? text.dropFirst(7) : text.hasPrefix("https://") ? text.dropFirst(8) : nil
+        guard let rest, let host = rest.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).first, !host.isEmpty,
+              text.utf8.count <= 2048, text.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw AnalysisSpecError(.invalidValue, key: key, "\(key) is '\(text.prefix(80))'; write an http:// or https:// URL without spaces, e.g. \(example).")
+        }
+        return text
+    }
+
+    func integer(_ key: String, in range: ClosedRange<Int>, _ what: String) throws(AnalysisSpecError) -> Int? {
+        guard let text = settings[key] else { return nil }
+        guard let value = Int(text), range.contains(value) else {
+            throw AnalysisSpecError(.invalidValue, key: key, "\(key) is '\(text.prefix(40))'; write \(what) from \(range.lowerBound) to \(range.upperBound).")
+        }
+        return value
+    }
+
+    func decimal(_ key: String, in range: ClosedRange<Double>, _ what: String) throws(AnalysisSpecError) -> Double? {
+        guard let text = settings[key] else { return nil }
+        guard text.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }), let value = Double(text), range.contains(value) else {
+            throw AnalysisSpecError(.invalidValue, key: key,
+                                    "\(key) is '\(text.prefix(40))'; write \(what) from \(AnalysisFormat.number(range.lowerBound)) to \(AnalysisFormat.number(range.upperBound)).")
+        }
+        return value
+    }
+}

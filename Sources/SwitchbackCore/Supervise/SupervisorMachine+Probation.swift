@@ -1,0 +1,185 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The probation (bake window) of the serving build: it starts when a child of a build other
+/// than the last one judged becomes ready (a release, a rollback or rollforward, a directive,
+/// an automatic switch, the install's first start), never on a restart of the same build; a
+/// supervisor restarted during a window resumes it from the record. The analyzer
+/// (`rollbackctl-remote analyze`) measures and judges; the machine acts on its verdict:
+/// successful marks the build good again with a note, failed takes the crash-loop path
+/// (`markBad`), inconclusive leaves the build and waits for `rollbackctl promote` or `abort`.
+extension SupervisorMachine {
+    /// Where the probation of the serving build is.
+    enum Probation: Equatable {
+        /// None since the supervisor started (no bake window, or none started yet).
+        case none
+        /// The analyzer runs; past `overdueAt` (monotonic seconds) without a verdict, it is
+        /// stopped and the probation ends inconclusive.
+        case analyzing(ProbationRecord, overdueAt: Double)
+        /// Ended (passed, failed, promoted, aborted), or inconclusive and waiting for the operator.
+        case judged(ProbationRecord)
+
+        var record: ProbationRecord? {
+            switch self {
+            case .none: return nil
+            case .analyzing(let record, _), .judged(let record): return record
+            }
+        }
+    }
+
+    /// An operator's request (`rollbackctl promote` / `abort`, through `probation.request`).
+    enum ProbationRequest: Equatable {
+        case promote(build: String)
+        case abort(build: String)
+
+        /// Parses the request file's line (`promote BUILD` / `abort BUILD`); nil when it does not read.
+        init?(line: String) {
+            let words = line.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" }).map(String.init)
+            guard words.count == 2 else { return nil }
+            switch words[0] {
+            case "promote": self = .promote(build: words[1])
+            case "abort": self = .abort(build: words[1])
+            default: return nil
+            }
+        }
+
+        var build: String {
+            switch self {
+            case .promote(let build), .abort(let build): return build
+            }
+        }
+    }
+
+    /// How long past the window's end the analyzer may take to give its verdict.
+    static let verdictGraceSeconds = 15.0
+
+    /// The probation's deadline, if the analyzer runs.
+    var probationDeadline: Double? {
+        if case .analyzing(_, let overdueAt) = probation { return overdueAt }
+        return nil
+    }
+
+    /// A child became ready and serves: its build goes on probation when it is not the build
+    /// last judged (or resumes when the record says its window is still open).
+    mutating func probationOnReady(_ child: SupervisedChild, now: Moment) -> [Action] {
+        guard let slot = child.slot, let build = child.build else { return [] }
+        if let record = probation.record, record.build == build { return [] }
+        var actions: [Action] = []
+        if case .analyzing(var old, _) = probation {
+            old.state = .inconclusive
+            old.result = "\(child.title) (\(configuration.version(slot))) started before the window of the \(old.slot.rawValue) build (\(old.version)) ended"
+            actions += [.stopAnalyzer, .recordProbation(old)]
+            probation = .judged(old)
+        }
+        let nowMilliseconds = now.unix * 1000
+        if let last = resumable, last.build == build {
+            resumable = nil
+            if last.state == .baking, last.endsAt > nowMilliseconds {
+                probation = .analyzing(last, overdueAt: overdue(last, now: now))
+                let left = (last.endsAt - nowMilliseconds + 999) / 1000
+                return actions + [.say("the \(slot.rawValue) build (\(last.version)) resumes its bake window: \(left) s left."),
+                                  .startAnalyzer(last)]
+            }
+            if last.state != .baking {
+                probation = .judged(last)
+                return actions
+            }
+            // Baking, but its window ended while no supervisor ran: judged again from the start.
+        }
+        resumable = nil
+        guard bakeWindowSeconds > 0 else { return actions }
+        let record = ProbationRecord(slot: slot, version: configuration.version(slot), build: build,
+                                     startedAt: nowMilliseconds, endsAt: nowMilliseconds + Int64(bakeWindowSeconds) * 1000)
+        probation = .analyzing(record, overdueAt: overdue(record, now: now))
+        return actions + [.say("the \(slot.rawValue) build (\(record.version)) is on probation for \(bakeWindowSeconds) s."),
+                          .recordProbation(record), .startAnalyzer(record)]
+    }
+
+    private func overdue(_ record: ProbationRecord, now: Moment) -> Double {
+        now.monotonic + Double(max(0, record.endsAt - now.unix * 1000)) / 1000 + Self.verdictGraceSeconds
+    }
+
+    /// The analyzer's line `measurement NAME PHASE SENTENCE`.
+    mutating func analysisMeasured(check: String, phase: String, sentence: String, now: Moment) -> [Action] {
+        guard case .analyzing(var record, let overdueAt) = probation else { return [] }
+        record.update(.init(name: check, phase: phase, sentence: sentence, at: now.unix * 1000))
+        probation = .analyzing(record, overdueAt: overdueAt)
+        return [.recordProbation(record)]
+    }
+
+    /// The analyzer's verdict: acted on once.
+    mutating func analysisVerdict(_ state: ProbationRecord.State, sentence: String, now: Moment) -> [Action] {
+        guard case .analyzing(var record, _) = probation else { return [] }
+        record.state = state
+        record.result = sentence
+        probation = .judged(record)
+        let what = "the \(record.slot.rawValue) build (\(record.version))"
+        let window = "its \(record.windowSeconds) s bake window"
+        switch state {
+        case .passed:
+            let note = "passed \(window)"
+            return [.say("\(what) \(note): \(sentence)."), .recordProbation(record),
+                    .recordHistory(.probationPassed, from: record.slot, to: record.slot, reason: "\(what) \(note): \(sentence)"),
+                    .markGoodAfterProbation(slot: record.slot, build: record.build, note: note)]
+        case .failed:
+            return [.recordProbation(record),
+                    .recordHistory(.probationFailed, from: record.slot, to: record.slot, reason: "\(what) failed \(window): \(sentence)"),
+                    .markBad(slot: record.slot, build: record.build, why: "failed \(window): \(sentence)")]
+        default:
+            record.state = .inconclusive
+            probation = .judged(record)
+            let reason = "\(what) ended \(window) inconclusive: \(sentence)"
+            return [.say("\(HealthPolicy.capitalized(reason)); it stays: run rollbackctl promote to keep it or rollbackctl abort to roll it back."),
+                    .recordProbation(record),
+                    .recordHistory(.probationInconclusive, from: record.slot, to: record.slot, reason: reason)]
+        }
+    }
+
+    /// The analyzer exited (or could not be started) without a verdict: inconclusive, never a rollback.
+    mutating func analyzerGone(_ sentence: String, now: Moment) -> [Action] {
+        guard case .analyzing = probation else { return [] }
+        return analysisVerdict(.inconclusive, sentence: sentence, now: now)
+    }
+
+    /// The app's own signal (sd_notify `X_SWITCHBACK_FAILURES` / `X_SWITCHBACK_BAD`), passed to
+    /// the analyzer when the child runs the build on probation.
+    mutating func appSignal(pid: pid_t, line: String) -> [Action] {
+        guard case .analyzing(let record, _) = probation,
+              let child = children.first(where: { $0.pid == pid }), child.build == record.build else { return [] }
+        return [.tellAnalyzer(line)]
+    }
+
+    /// `rollbackctl promote` / `abort`: acted on when it names the build whose probation is
+    /// open (baking or inconclusive).
+    mutating func probationRequested(_ request: ProbationRequest, now: Moment) -> [Action] {
+        guard var record = probation.record, record.state.isOpen, record.build == request.build else {
+            return [.say("a probation request for build \(request.build.prefix(12)) was ignored: no probation of that build is open.")]
+        }
+        var actions: [Action] = []
+        if case .analyzing = probation { actions.append(.stopAnalyzer) }
+        let what = "the \(record.slot.rawValue) build (\(record.version))"
+        switch request {
+        case .promote:
+            record.state = .promoted
+            record.result = "promoted by the operator (rollbackctl promote)"
+            probation = .judged(record)
+            return actions + [.say("\(what) was promoted by the operator."), .recordProbation(record),
+                              .recordHistory(.probationPromoted, from: record.slot, to: record.slot, reason: "\(what) was promoted by the operator (rollbackctl promote)"),
+                              .markGoodAfterProbation(slot: record.slot, build: record.build, note: "promoted by the operator during its bake window")]
+        case .abort:
+            record.state = .aborted
+            record.result = "aborted by the operator (rollbackctl abort)"
+            probation = .judged(record)
+            return actions + [.recordProbation(record),
+                              .recordHistory(.probationAborted, from: record.slot, to: record.slot, reason: "\(what) was aborted by the operator (rollbackctl abort)"),
+                              .markBad(slot: record.slot, build: record.build, why: "was aborted by the operator during its bake window (rollbackctl abort)")]
+        }
+    }
+
+    /// The timer: an analyzer that gave no verdict well past the window's end is stopped.
+    mutating func checkProbation(now: Moment) -> [Action] {
+        guard case .analyzing(_, let overdueAt) = probation, now.monotonic >= overdueAt else { return [] }
+        return [.stopAnalyzer] + analysisVerdict(.inconclusive, sentence: "the analyzer gave no verdict by the end of the window", now: now)
+    }
+}
