@@ -75,8 +75,12 @@ let package = Package(
         // queues every chunk without back-pressure; docs/remote.md, "Bounded memory and time").
         .target(name: "CSwitchbackHTTP"),
         .target(name: "SwitchbackRemote", dependencies: ["SwitchbackCrypto", "CSwitchbackHTTP", "SwitchbackFiles"]),
+        // The analysis of a bake window or a rollout step (docs/analysis-engine.md): http probes
+        // and Prometheus queries over the system's libcurl, judged by SwitchbackCore/Analysis.
+        // Only rollbackctl-remote links it: the launcher runs it as a separate process.
+        .target(name: "SwitchbackAnalysis", dependencies: ["SwitchbackCore", "CSwitchbackHTTP"]),
         // `rollbackctl sync|keygen|sign`: rollbackctl executes this program for them.
-        .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote"]),
+        .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote", "SwitchbackAnalysis"]),
         .executableTarget(name: "rollbackctl-remote", dependencies: ["RemoteCtlKit"]),
         // The sample app: a user of the SDK like any other app.
         .target(name: "AppCore", dependencies: ["Switchback"]),
@@ -103,6 +107,7 @@ let package = Package(
         .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore", "SwitchbackBundler", "RollbackCtlKit", "SwitchbackTestSupport"]),
         .testTarget(name: "SwitchbackCryptoTests", dependencies: ["SwitchbackCrypto"]),
         .testTarget(name: "SwitchbackBundlerTests", dependencies: ["SwitchbackBundler"]),
+        .testTarget(name: "SwitchbackAnalysisTests", dependencies: ["SwitchbackAnalysis", "SwitchbackCore", "SwitchbackTestSupport"]),
         .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto", "SwitchbackTestSupport"],
                     exclude: ["Fixtures"]),
     ],

@@ -1,0 +1,72 @@
+import CSwitchbackHTTP
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One blocking GET through the system's libcurl (`CSwitchbackHTTP`): at most `maxBody`
+/// bytes of body kept, never decoded, no redirect followed, ended within `timeout`.
+struct HTTPGet {
+    /// What came back.
+    struct Answer {
+        /// libcurl's CURLcode (0: a complete answer), or -1 when libcurl could not be loaded.
+        var curlCode: Int32
+        /// A `SWITCHBACK_HTTP_STOP_` value.
+        var stop: Int32
+        /// The HTTP status; 0 when no status line arrived.
+        var status: Int
+        /// The body (at most `maxBody` bytes).
+        var body: [UInt8]
+        /// libcurl's error text.
+        var error: String
+        /// Time from the request to the end of the answer, in milliseconds.
+        var latencyMilliseconds: Double
+
+        /// Why nothing usable arrived, in a few words (`connection refused`, `no answer
+        /// within 2000 ms`), or nil when a status arrived.
+        func failure(timeoutMilliseconds: Int) -> String? {
+            if status > 0, curlCode == 0 || stop == Int32(SWITCHBACK_HTTP_STOP_TOO_LARGE)
+                || stop == Int32(SWITCHBACK_HTTP_STOP_ANNOUNCED_TOO_LARGE) { return nil }
+            switch curlCode {
+            case 7: return "connection refused"
+            case 28: return "no answer within \(timeoutMilliseconds) ms"
+            case 5, 6: return "host not found"
+            case 52: return "the server closed the connection without answering"
+            case 56: return "the connection was reset"
+            case -1: return error.isEmpty ? "libcurl could not be loaded" : error
+            default: return error.isEmpty ? "transfer failed (libcurl error \(curlCode))" : error
+            }
+        }
+    }
+
+    /// Wraps `switchback_http_get`.
+    static func get(_ url: String, timeoutMilliseconds: Int, maxBody: Int, headers: [String] = []) -> Answer {
+        let exchange = UnsafeMutablePointer<switchback_http_exchange>.allocate(capacity: 1)
+        exchange.initialize(to: switchback_http_exchange())
+        let cHeaders = headers.map { strdup($0) }
+        defer {
+            switchback_http_free(exchange)
+            exchange.deallocate()
+            cHeaders.forEach { free($0) }
+        }
+        let started = MonotonicClock.nanoseconds()
+        url.withCString { cURL in
+            "switchback-analyzer".withCString { cAgent in
+                cHeaders.map { UnsafePointer($0) }.withUnsafeBufferPointer { headerPointers in
+                    exchange.pointee.url = cURL
+                    exchange.pointee.headers = headerPointers.baseAddress
+                    exchange.pointee.header_count = Int32(headerPointers.count)
+                    exchange.pointee.user_agent = cAgent
+                    exchange.pointee.timeout_ms = timeoutMilliseconds
+                    exchange.pointee.max_body = maxBody
+                    exchange.pointee.cancel = nil
+                    switchback_http_get(exchange)
+                }
+            }
+        }
+        let latency = Double(MonotonicClock.nanoseconds() - started) / 1_000_000
+        let x = exchange.pointee
+        let error = withUnsafeBytes(of: x.error) { raw in String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self) }
+        let body = x.body_length > 0 ? Array(UnsafeBufferPointer(start: x.body, count: x.body_length)) : []
+        return Answer(curlCode: x.curl_code, stop: x.stop, status: x.status, body: body, error: error, latencyMilliseconds: latency)
+    }
+}

@@ -1,0 +1,199 @@
+import SwitchbackCore
+
+/// Runs an analysis: every check of a spec at its interval until a deadline, each measurement
+/// fed to an `AnalysisJudge`, the measurements and the verdict told through a callback.
+///
+/// - Each check runs on a thread of its own that sleeps between its probes and measurements
+///   (a condition wait, no polling); http probes start at once, the first measurement of
+///   every check comes one interval after the start.
+/// - The run ends at the first verdict (a failed check, too many inconclusive measurements,
+///   the app's "bad"), or at the deadline: then the http and app checks are measured one last
+///   time (unless they were measured less than half an interval before) and the judge
+///   finishes (successful only if every check succeeded at least once).
+/// - The app's signals come from any thread: `reportAppFailures(_:)`, `reportAppBad(_:)`.
+///
+/// `run` blocks its caller; threads still blocked in a probe or a query when it returns end
+/// after their own timeout, without emitting anything more.
+public final class AnalysisRun: @unchecked Sendable {
+    /// What the run tells its caller, in order.
+    public enum Event: Sendable, Equatable {
+        case measurement(Measurement)
+        case verdict(AnalysisVerdict)
+    }
+
+    /// The analysis.
+    public let spec: AnalysisSpec
+    /// The query variables (`version`, `build`, `slot`, `app_id`, `hostname`, `previous_version`).
+    public let variables: [String: String]
+
+    // Everything below is guarded by `monitor`.
+    private let monitor = Monitor()
+    private var judge: AnalysisJudge
+    private var windows: [String: HTTPProbeWindow] = [:]
+    private var lastMeasuredAt: [String: Int64] = [:]
+    private var appFailures = 0
+    private var isOver = false
+    private var emit: (@Sendable (Event) -> Void)?
+
+    public init(spec: AnalysisSpec, variables: [String: String] = [:]) {
+        self.spec = spec
+        self.variables = variables
+        judge = AnalysisJudge(spec: spec)
+        for check in spec.checks {
+            if case .http(let settings) = check.kind { windows[check.name] = HTTPProbeWindow(settings: settings) }
+        }
+    }
+
+    /// Runs until a verdict or `endsAt` (Unix time in milliseconds) and returns the verdict,
+    /// after telling `onEvent` each measurement and then the verdict. Call it once.
+    /// `onEvent` is called with the run's lock held, one event at a time: it must not call
+    /// back into the run.
+    public func run(endingAt endsAt: Int64, onEvent: @escaping @Sendable (Event) -> Void) -> AnalysisVerdict {
+        let start = MonotonicClock.milliseconds()
+        let deadline = start + max(0, endsAt - MonotonicClock.unixMilliseconds())
+        monitor.withLock { emit = onEvent }
+        for check in spec.checks {
+            CheckThread.start { [self] in loop(check, start: start) }
+        }
+        let verdict: AnalysisVerdict = monitor.withLock {
+            while !isOver, judge.verdict == nil, MonotonicClock.milliseconds() < deadline {
+                monitor.wait(until: deadline * 1_000_000)
+            }
+            let stopped = isOver
+            if !stopped, judge.verdict == nil { measureAtTheEnd(now: MonotonicClock.milliseconds()) }
+            let verdict = judge.verdict ?? (stopped ? .inconclusive("the analysis was stopped before its window ended") : judge.finish())
+            if !stopped { emit?(.verdict(verdict)) }
+            isOver = true
+            emit = nil
+            monitor.broadcast()
+            return verdict
+        }
+        return verdict
+    }
+
+    /// Ends a run early, without a verdict event: `run` returns the verdict reached so far,
+    /// or inconclusive ("the analysis was stopped before its window ended").
+    public func stop() {
+        monitor.withLock {
+            guard !isOver else { return }
+            isOver = true
+            emit = nil
+            monitor.broadcast()
+        }
+    }
+
+    /// The app's cumulative failure count (the SDK's `reportFailures`), measured by `app`
+    /// checks at their intervals.
+    public func reportAppFailures(_ count: Int) {
+        monitor.withLock { appFailures = max(0, count) }
+    }
+
+    /// The app reported itself bad: the analysis fails at once.
+    public func reportAppBad(_ reason: String) {
+        monitor.withLock {
+            guard !isOver else { return }
+            let name = spec.checks.first { if case .app = $0.kind { true } else { false } }?.name ?? "app"
+            judge.recordAppBad(reason, check: name)
+            monitor.broadcast()
+        }
+    }
+
+    /// The tallies so far (for a status).
+    public var tallies: [String: AnalysisJudge.Tally] { monitor.withLock { judge.tallies } }
+
+    // MARK: - The checks' loops
+
+    /// Records a measurement (the lock held) and wakes `run` when it decides the analysis.
+    private func record(_ measurement: Measurement, at now: Int64) {
+        guard !isOver, judge.verdict == nil else { return }
+        lastMeasuredAt[measurement.check] = now
+        emit?(.measurement(measurement))
+        if judge.record(measurement) != nil { monitor.broadcast() }
+    }
+
+    /// The last measurements at the deadline (the lock held).
+    private func measureAtTheEnd(now: Int64) {
+        for check in spec.checks {
+            let recent = lastMeasuredAt[check.name].map { now - $0 < Int64(check.intervalMilliseconds / 2) } ?? false
+            guard !recent else { continue }
+            switch check.kind {
+            case .http:
+                if var window = windows[check.name] {
+                    let measurement = window.measure(at: now, check: check.name)
+                    windows[check.name] = window
+                    record(measurement, at: now)
+                }
+            case .app(let settings):
+                record(settings.measurement(failures: appFailures, check: check.name), at: now)
+            case .prometheus:
+                break
+            }
+        }
+    }
+
+    private func loop(_ check: AnalysisCheck, start: Int64) {
+        let interval = Int64(check.intervalMilliseconds)
+        var nextMeasurement = start + interval
+        switch check.kind {
+        case .http(let settings):
+            let prober = HTTPProber(settings: settings)
+            let probeInterval = Int64(settings.probeIntervalMilliseconds)
+            var nextProbe = start
+            while true {
+                var now = MonotonicClock.milliseconds()
+                if now >= nextProbe {
+                    let probe = prober.probe(at: now)
+                    nextProbe = max(nextProbe + probeInterval, MonotonicClock.milliseconds())
+                    let over: Bool = monitor.withLock {
+                        guard !isOver else { return true }
+                        windows[check.name]?.record(probe)
+                        return false
+                    }
+                    if over { return }
+                    now = MonotonicClock.milliseconds()
+                }
+                let over: Bool = monitor.withLock {
+                    if !isOver, now >= nextMeasurement, var window = windows[check.name] {
+                        let measurement = window.measure(at: now, check: check.name)
+                        windows[check.name] = window
+                        record(measurement, at: now)
+                        nextMeasurement += interval
+                    }
+                    if !isOver, judge.verdict == nil { monitor.wait(until: min(nextProbe, nextMeasurement) * 1_000_000) }
+                    return isOver || judge.verdict != nil
+                }
+                if over { return }
+            }
+        case .prometheus(let settings):
+            let client = PrometheusClient(address: settings.address, timeoutMilliseconds: settings.timeoutMilliseconds)
+            while true {
+                let over: Bool = monitor.withLock {
+                    while !isOver, judge.verdict == nil, MonotonicClock.milliseconds() < nextMeasurement {
+                        monitor.wait(until: nextMeasurement * 1_000_000)
+                    }
+                    return isOver || judge.verdict != nil
+                }
+                if over { return }
+                let measurement = client.measure(settings, name: check.name, variables: variables, at: MonotonicClock.unixMilliseconds())
+                let now = MonotonicClock.milliseconds()
+                nextMeasurement = max(nextMeasurement + interval, now)
+                monitor.withLock { record(measurement, at: now) }
+            }
+        case .app(let settings):
+            while true {
+                let over: Bool = monitor.withLock {
+                    while !isOver, judge.verdict == nil, MonotonicClock.milliseconds() < nextMeasurement {
+                        monitor.wait(until: nextMeasurement * 1_000_000)
+                    }
+                    if !isOver, judge.verdict == nil {
+                        let now = MonotonicClock.milliseconds()
+                        record(settings.measurement(failures: appFailures, check: check.name), at: now)
+                        nextMeasurement += interval
+                    }
+                    return isOver || judge.verdict != nil
+                }
+                if over { return }
+            }
+        }
+    }
+}
