@@ -1,6 +1,7 @@
 import Foundation
 import RollbackCtlKit
 import SwitchbackCore
+import SwitchbackTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ import Glibc
 /// the sample's HTTP server on a socket the supervisor owns, on probation from its first start
 /// for a short bake window judged by the analyzer the supervisor spawns. 1.3.0 misbehaves on
 /// purpose (`<data dir>/misbehave`, which 1.2.0 ignores: MisbehaviourTests); a real
-/// Prometheus scrapes the app's own `/metrics`; a client polls through every switch.
+/// Prometheus (PrometheusServer) scrapes the app's own `/metrics`; a client polls through every switch.
 @Suite(.serialized) struct BakeWindowTests {
     /// A supervised release 1.3.0 on a free port with a bake window and checks.
     final class Install {
@@ -162,9 +163,8 @@ import Glibc
     /// and is marked good when its window ends.
     @Test func aHealthyReleaseJudgedByThreeChecksIsMarkedGoodWhenItsWindowEnds() throws {
         let port = try unusedLocalPort()
-        let scratch = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let prometheus = try ScrapingPrometheus(scraping: ["127.0.0.1:\(port)"], in: scratch)
+        let prometheus = try PrometheusServer.start(scrapeTargets: ["127.0.0.1:\(port)"], scrapeIntervalSeconds: 1)
+        defer { prometheus.stop() }
         var settings = Self.httpCheck(["analysis.check.http.latency_limit_ms": "250"])
             .merging(Self.prometheusCheck(address: prometheus.address)) { $1 }
         settings["analysis.checks"] = "http,errors,app"
@@ -194,9 +194,8 @@ import Glibc
 
     @Test func aRealPrometheusScrapingTheAppRollsBackTheReleaseAnswering500s() throws {
         let port = try unusedLocalPort()
-        let scratch = try makeTemporaryDirectory()
-        defer { try? FileManager.default.removeItem(atPath: scratch) }
-        let prometheus = try ScrapingPrometheus(scraping: ["127.0.0.1:\(port)"], in: scratch)
+        let prometheus = try PrometheusServer.start(scrapeTargets: ["127.0.0.1:\(port)"], scrapeIntervalSeconds: 1)
+        defer { prometheus.stop() }
         var settings = Self.prometheusCheck(address: prometheus.address)
         settings["analysis.checks"] = "errors"
         let install = try Install(window: 30, settings, misbehave: Self.thirtyPercent, port: port)
@@ -204,7 +203,7 @@ import Glibc
         try install.start()
         // The traffic Prometheus sees the app answer.
         let poller = try HTTPPoller(port: port, interval: .milliseconds(10), maxRequests: 100_000, maxDuration: .seconds(120))
-        #expect(waitUntil(seconds: 60) { install.servingVersion == t.previousVersion }, "\(install.stderr)\n\(prometheus.log)")
+        #expect(waitUntil(seconds: 60) { install.servingVersion == t.previousVersion }, "\(install.stderr)\n\((try? String(contentsOfFile: prometheus.directory + "/prometheus.log", encoding: .utf8)) ?? "")")
         #expect(waitUntil(seconds: 10) { poller.summary().versionsSeen.last == t.previousVersion })
         let summary = poller.stop()
         #expect(summary.refused == 0 && summary.failed == summary.httpErrors, "\(summary)")
@@ -243,10 +242,11 @@ import Glibc
     /// A "Prometheus" that answers 200 with a body of the wrong shape: every measurement is an
     /// error, the window ends inconclusive, nothing is rolled back and nothing crashes.
     @Test(arguments: [
-        #"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1700000000,"0.5"]]}]}}"#,
-        "this is not JSON",
+        (#"{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1700000000,"0.5"]]}]}}"#,
+         "errors: the query returned a matrix (range vector), not an instant vector; "),
+        ("this is not JSON", "errors: Prometheus at http://127.0.0.1:$PORT answered something that is not a Prometheus query result"),
     ])
-    func aPrometheusAnswerOfTheWrongShapeIsAnErrorMeasurementNeverAPass(body: String) throws {
+    func aPrometheusAnswerOfTheWrongShapeIsAnErrorMeasurementNeverAPass(body: String, sentence: String) throws {
         let server = try LoopbackHTTPServer { _ in .answer(status: 200, body: body) }
         defer { server.stop() }
         var settings = Self.prometheusCheck(address: "http://127.0.0.1:\(server.port)")
@@ -258,7 +258,7 @@ import Glibc
         #expect(record.state == .inconclusive, "\(record)")
         let errors = try #require(record.checks.first { $0.name == "errors" })
         #expect(errors.phase == "error", "\(record)")
-        #expect(errors.sentence.hasPrefix("errors: Prometheus at http://127.0.0.1:\(server.port) "), "\(errors)")
+        #expect(errors.sentence.hasPrefix(sentence.replacingOccurrences(of: "$PORT", with: String(server.port))), "\(errors)")
         #expect(install.servingVersion == t.currentVersion)
         #expect(!app.process.hasExited, "the supervisor still runs")
         #expect(!install.stderr.contains("Fatal error"), "\(install.stderr)")
