@@ -6,6 +6,6 @@ public enum RemoteCtl {
     /// Runs the command line (without argv[0]) and returns the exit code: 0, 64 for bad
     /// usage, 1 for other failures (a refused or unreachable directive included).
     public static func main(_ arguments: [String], console: Console = .standard) -> Int32 {
-        RollbackCtl.main(arguments, console: console, remote: [SyncCommand.self, KeygenCommand.self, SignEntry.self])
+        RollbackCtl.main(arguments, console: console, remote: [SyncCommand.self, KeygenCommand.self, SignEntry.self, AnalyzeCommand.self])
     }
 }

@@ -13,6 +13,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case remote
     case dataState = "data-state"
     case supervisor
+    case probation
     case manifest
     case directive
     case ledger
@@ -30,6 +31,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .remote: return try StateTargets.remote(bytes)
         case .dataState: return try StateTargets.dataState(bytes)
         case .supervisor: return try StateTargets.supervisor(bytes)
+        case .probation: return try StateTargets.probation(bytes)
         case .manifest: return try ManifestTarget.run(bytes)
         case .directive: return try DirectiveTarget.run(bytes)
         case .ledger: return try LedgerTarget.run(bytes)

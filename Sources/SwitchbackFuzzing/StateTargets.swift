@@ -134,4 +134,20 @@ enum StateTargets {
         try check(again == record, "the supervisor record changed in a round trip")
         return .parsed("pid \(record.pid) restarts \(record.restarts &+ 1) \(times.joined(separator: " "))")
     }
+
+    /// `probation`: parse, what `status` shows (times, seconds left), a serialize/re-parse
+    /// round trip (the stored text is already cut to its limits, so a second trip is exact).
+    static func probation(_ bytes: [UInt8]) throws(FuzzFailure) -> FuzzOutcome {
+        let record: ProbationRecord
+        do { record = try ProbationRecord.parse(bytes, path: path) } catch { return try rejected(error.message) }
+        let times = [record.startedAt, record.endsAt].map { formatRFC3339($0 / 1000) + " " + formatUTC($0 / 1000) }
+        let left = max(0, (record.endsAt - 1_800_000_000_000 + 999) / 1000)
+        let again: ProbationRecord
+        do { again = try ProbationRecord.parse(record.serialized(), path: path) } catch {
+            throw FuzzFailure("the serialized probation record does not parse: \(error.message)")
+        }
+        try check(again.serialized() == record.serialized(), "the probation record changed in a round trip")
+        let checks = record.checks.map { "\($0.name)=\($0.phase)@\(formatRFC3339($0.at / 1000))" }
+        return .parsed("\(record.slot.rawValue) \(record.state.rawValue) \(record.windowSeconds) s, \(left) s left, \(times.joined(separator: " ")): \(checks.joined(separator: ","))")
+    }
 }

@@ -13,11 +13,10 @@ import Glibc
 @Suite(.serialized) struct SupervisorProbationTests {
     /// Release 1.3.0, supervised on a free port, a bake window of `window` seconds with the
     /// app's own check, the metrics written to `metrics/`, and `settings` on top.
-    static func server(window: Int = 30, _ settings: [String: String] = [:]) throws -> (TestBundle, Int) {
-        let (t, port) = try LiveSwitchTests.server([
-            "analysis.window_s": String(window), "analysis.interval_s": "1", "analysis.checks": "app",
-            "analysis.check.app.kind": "app", "analysis.check.app.max_failures": "10",
-        ])
+    static let appCheck = ["analysis.checks": "app", "analysis.check.app.kind": "app", "analysis.check.app.max_failures": "10"]
+
+    static func server(window: Int = 30, _ settings: [String: String] = appCheck) throws -> (TestBundle, Int) {
+        let (t, port) = try LiveSwitchTests.server(["analysis.window_s": String(window), "analysis.interval_s": "1"])
         try FileManager.default.createDirectory(atPath: t.directory + "/metrics", withIntermediateDirectories: true)
         try t.setManifestSetting("metrics.textfile_dir", t.directory + "/metrics")
         for (key, value) in settings { try t.setManifestSetting(key, value) }
@@ -109,7 +108,7 @@ import Glibc
         try t.setManifestSetting("analysis.check.http.url", "http://127.0.0.1:\(port)/")
         let app = try LiveSwitchTests.serve(t, port)
         defer { app.stop() }
-        #expect(app.wait(upTo: 60) { Self.probation(t).map { !$0.state.isOpen } == true }, "\(app.stderr)")
+        #expect(app.wait(upTo: 60) { Self.probation(t).map { $0.state != .baking } == true }, "\(app.stderr)")
         let record = try #require(Self.probation(t))
         #expect(record.state == .passed, "\(record) \(app.stderr)")
         #expect(record.checks.first?.name == "http" && record.checks.first?.phase == "successful", "\(record)")
@@ -162,13 +161,22 @@ import Glibc
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
-    @Test(arguments: [("abc", "'abc'"), ("-5", "'-5'"), ("86401", "'86401'"), ("1.5", "'1.5'")])
+    @Test(arguments: [("abc", "'abc'"), ("-5", "'-5'"), ("604801", "'604801'"), ("1.5", "'1.5'")])
     func bakeWindowRefusesAValueThatIsNotSeconds(value: String, quoted: String) throws {
         let (t, _) = try Self.server()
         let result = try t.rollbackctl("bake-window", value)
         #expect(result.status == 64)
-        #expect(result.stderr.hasPrefix("Error: SECONDS must be a whole number from 0 to 86400 or 'default', not \(quoted).\n"), "\(result)")
+        #expect(result.stderr.hasPrefix("Error: SECONDS must be a whole number from 0 to 604800 or 'default', not \(quoted).\n"), "\(result)")
         #expect(!FileManager.default.fileExists(atPath: t.state + "/analysis.override"))
+    }
+
+    @Test func aSupervisorWithAnalysisSettingsItCannotUseRefusesToStart() throws {
+        let t = try TestBundle(release: "1.3.0")
+        try t.setManifestSetting("analysis.checks", "app")
+        try t.setManifestSetting("analysis.check.app.kind", "app")
+        let result = try t.launcher("serve", environment: ["SWITCHBACK_SUPERVISE": "1"])
+        #expect(result.status == 70)
+        #expect(result.stderr == "launcher: The manifest's analysis settings are refused: The analysis has checks but no analysis.window_s; write analysis.window_s=SECONDS (e.g. 60), the bake window. Rebuild the bundle with switchback-bundle --analysis FILE.\n")
     }
 
     @Test func bakeWindowWithoutAnalysisInTheManifestSaysHowToAddIt() throws {

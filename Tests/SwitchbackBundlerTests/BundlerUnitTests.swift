@@ -132,4 +132,29 @@ import Testing
         }
         #expect(BundleOptions.helpText.contains("  --tarball FILE"))
     }
+
+    @Test func bakeWindowAndAnalysisFileBecomeAnalysisSettingsTheLastWinning() throws {
+        let directory = NSTemporaryDirectory() + "switchback-bundler-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let file = directory + "/analysis"
+        try "# the checks\nanalysis.window_s=60\nanalysis.checks=app\nanalysis.check.app.kind=app\n".write(toFile: file, atomically: true, encoding: .utf8)
+        let options = try BundleOptions.parse(["--analysis", file, "--bake-window", "30"])
+        #expect(options.settings.map(\.0) == ["analysis.checks", "analysis.check.app.kind", "analysis.window_s"])
+        #expect(options.settings.last?.1 == "30")
+        #expect(try BundleOptions.parse(["--bake-window=45"]).settings.map { "\($0.0)=\($0.1)" } == ["analysis.window_s=45"])
+
+        let foreign = directory + "/foreign"
+        try "analysis.window_s=60\nsupervise=true\n".write(toFile: foreign, atomically: true, encoding: .utf8)
+        for (arguments, message) in [(["--bake-window", "soon"], "--bake-window needs a whole number, not 'soon'."),
+                                     (["--analysis", directory + "/missing"], "--analysis: the file \(directory)/missing cannot be read; pass a file of analysis.* settings (docs/analysis.md)."),
+                                     (["--analysis", foreign], "--analysis: the file \(foreign) sets 'supervise', which is not an analysis.* setting; keep only analysis.* keys in it."),
+                                     (["--analysis", file, "--bake-window", "0"], "The analysis has checks but no analysis.window_s; write analysis.window_s=SECONDS (e.g. 60), the bake window.")] {
+            do { _ = try BundleOptions.parse(arguments); Issue.record("\(arguments) parsed") } catch {
+                #expect(error.code == .usage && error.exitCode == 64)
+                #expect(error.message == message)
+            }
+        }
+        #expect(BundleOptions.helpText.contains("  --analysis FILE"))
+    }
 }

@@ -13,6 +13,9 @@ public struct CommandError: Error, Equatable, Sendable {
         case switchRefused = "switch_refused"
         /// The state directory could not be written (locked, full, read-only) (exit 1).
         case stateNotWritable = "state_not_writable"
+        /// The bundle's configuration is unusable, e.g. `analysis.*` settings that do not
+        /// read (exit 78, EX_CONFIG, which the supervisor tells apart from a crash).
+        case configInvalid = "config_invalid"
     }
 
     public var code: Code
@@ -37,6 +40,13 @@ public struct CommandError: Error, Equatable, Sendable {
         CommandError(code, message)
     }
 
-    /// The process exit code: 64 for bad usage, 1 for everything else.
-    public var exitCode: Int32 { code == .usage ? 64 : 1 }
+    /// The process exit code: 64 for bad usage, 78 for an unusable configuration, 1 for
+    /// everything else.
+    public var exitCode: Int32 {
+        switch code {
+        case .usage: return 64
+        case .configInvalid: return 78
+        default: return 1
+        }
+    }
 }

@@ -15,8 +15,13 @@ package enum CommandTable {
     /// Every configuration, local then remote.
     package static let all: [CommandConfiguration] = local.map { $0.configuration } + remote
 
+    /// Commands rollbackctl-remote runs for another program, not for people: `analyze`, the
+    /// supervisor's analyzer (docs/analysis-engine.md). Not in `all`, so the tool's help does
+    /// not list them; each still has its own `--help`.
+    package static let internalRemote: [CommandConfiguration] = [.analyze]
+
     package static func configuration(named name: String) -> CommandConfiguration? {
-        all.first { $0.name == name }
+        all.first { $0.name == name } ?? internalRemote.first { $0.name == name }
     }
 
     static func localCommand(named name: String) -> (any Command.Type)? {

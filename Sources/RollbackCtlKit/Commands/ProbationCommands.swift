@@ -106,9 +106,9 @@ struct BakeWindowCommand: Command {
             'default' removes the override. The probation under way keeps its end; the
             next one gets the new window.
             """,
-        arguments: [.init("SECONDS", required: true, help: "Whole seconds (0 to 86400), or 'default'.", missing: "the window in seconds, or 'default'")])
+        arguments: [.init("SECONDS", required: true, help: "Whole seconds (0 to 604800, a week), or 'default'.", missing: "the window in seconds, or 'default'")])
 
-    static let maximumSeconds = 86_400
+    static let maximumSeconds = AnalysisSpec.maximumWindowSeconds
 
     let workspace: Workspace
     /// Nil: back to the manifest's.
@@ -136,6 +136,8 @@ struct BakeWindowCommand: Command {
         let path = ProbationRecord.overridePath(in: workspace.directory)
         var kept = KeyValueText()
         do {
+            // Before the first start there is no state directory yet.
+            try workspace.directory.prepare()
             if let bytes = try FileSystem.read(path, limit: 64 << 10) {
                 let old = try KeyValueText.parse(bytes, describing: "The override \(path)")
                 for index in 0..<old.count where old.key(at: index) != "analysis.window_s" { kept.append(old.key(at: index), old.value(at: index)) }

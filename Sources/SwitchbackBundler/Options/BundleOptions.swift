@@ -92,11 +92,56 @@ public struct BundleOptions: Sendable {
             }
             options.settings.append(("metrics.textfile_dir", value.count > 1 && value.hasSuffix("/") ? String(value.dropLast()) : value))
         },
+        Option(name: "--bake-window", argument: "S", help: "a new build is on probation for S seconds under the supervisor (analysis.window_s; docs/analysis.md)") { (options, value) throws(BundlerError) in
+            options.settings.append(("analysis.window_s", try number("--bake-window", value)))
+        },
+        Option(name: "--analysis", argument: "FILE", help: "the bake window's checks: a file of analysis.* settings (docs/analysis.md)") { (options, value) throws(BundlerError) in
+            options.settings += try analysisSettings(file: value)
+        },
         Option(name: "--keep-debug-info", help: "ship the slots unstripped") { options, _ in options.keepDebugInfo = true },
     ] + superviseSettings.map { setting in
         Option(name: "--supervise-" + setting, argument: "N", help: "supervise mode's \(setting.replacingOccurrences(of: "-", with: " ")) (docs/supervise.md)") { (options, value) throws(BundlerError) in
             options.settings.append(("supervise." + setting.replacingOccurrences(of: "-", with: "_"), try number("--supervise-" + setting, value)))
         }
+    }
+
+    /// The `analysis.*` settings of an `--analysis` file (KeyValueText). Every key must be an
+    /// `analysis.` key; a file that cannot be read or parsed is a usage error with the sentence.
+    static func analysisSettings(file: String) throws(BundlerError) -> [(String, String)] {
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw BundlerError(.usage, "--analysis: the file \(file) cannot be read; pass a file of analysis.* settings (docs/analysis.md).")
+        }
+        let text: KeyValueText
+        do { text = try KeyValueText.parse([UInt8](data), describing: "The --analysis file \(file)") } catch {
+            throw BundlerError(.usage, "--analysis: \(error.message)")
+        }
+        var settings: [(String, String)] = []
+        for index in 0..<text.count {
+            let key = text.key(at: index)
+            guard key.hasPrefix("analysis.") else {
+                throw BundlerError(.usage, "--analysis: the file \(file) sets '\(key)', which is not an analysis.* setting; keep only analysis.* keys in it.")
+            }
+            settings.append((key, text.value(at: index)))
+        }
+        return settings
+    }
+
+    /// The last value given for each `analysis.*` key wins (`--bake-window` after `--analysis`
+    /// overrides the file's window), and the result must be a spec the analyzer accepts.
+    mutating func settleAnalysis() throws(BundlerError) {
+        var seen: Set<String> = []
+        var kept: [(String, String)] = []
+        for (key, value) in settings.reversed() {
+            if key.hasPrefix("analysis.") {
+                guard seen.insert(key).inserted else { continue }
+            }
+            kept.append((key, value))
+        }
+        settings = kept.reversed()
+        guard settings.contains(where: { $0.0.hasPrefix("analysis.") }) else { return }
+        var values: [String: String] = [:]
+        for (key, value) in settings where key.hasPrefix("analysis.") { values[key] = value }
+        if let problem = Self.analysisProblem(values) { throw BundlerError(.usage, problem) }
     }
 
     mutating func supervise() {
@@ -132,6 +177,7 @@ public struct BundleOptions: Sendable {
             try option.apply(&options, value)
         }
         if !options.listen.isEmpty { options.settings.append(("supervise.listen", options.listen.joined(separator: ","))) }
+        try options.settleAnalysis()
         if options.firstRelease, options.previousFrom != nil {
             throw BundlerError(.usage, "--first-release and --previous-from contradict each other: a first release has no previous release.")
         }

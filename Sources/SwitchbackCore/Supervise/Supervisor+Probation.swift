@@ -22,6 +22,17 @@ extension Supervisor {
             manifest.settings["analysis.window_s"] != nil || manifest.settings["analysis.checks"] != nil
         }
 
+        /// The sentence for a manifest whose `analysis.*` settings the analyzer would refuse
+        /// (`AnalysisSpec.parse`), or nil; nothing is parsed for a manifest without them. The
+        /// supervisor refuses to start on it rather than run a probation that cannot judge.
+        static func problem(in manifest: Manifest) -> String? {
+            guard isConfigured(manifest) else { return nil }
+            do { _ = try AnalysisSpec.parse(AnalysisSpec.settings(in: manifest.settings)) } catch {
+                return "The manifest's analysis settings are refused: \(error.message) Rebuild the bundle with switchback-bundle --analysis FILE."
+            }
+            return nil
+        }
+
         /// The bake window from `analysis.window_s` in `settings` (whole seconds; 0 when absent or not a number).
         static func windowSeconds(_ value: String?) -> Int {
             guard let value, let seconds = Int(value), ValueRange.duration.contains(seconds) else { return 0 }

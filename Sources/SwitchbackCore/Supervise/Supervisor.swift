@@ -89,6 +89,7 @@ public final class Supervisor {
             RemoteCheckTrigger(manifest: manifest, directory: directory, bundleRoot: $0)
         } : nil
         if let problem = SupervisorSettings.problem(in: manifest) { Launcher.fail(problem) }
+        if let problem = Analyzer.problem(in: manifest) { Launcher.fail(problem) }
         systemd = SystemdLink.take()
         do { notify = try ChildNotifications() } catch { Launcher.fail(error.message) }
         let listeners = Self.openListeners(settings.listen)

@@ -1,0 +1,180 @@
+import CSwitchbackSystem
+#if canImport(Glibc)
+import Glibc
+#endif
+import RollbackCtlKit
+import SwitchbackAnalysis
+import SwitchbackCore
+
+/// `analyze --state-dir DIR --slot SLOT --build SHA256 --version V --ends-at UNIX_MS`: the
+/// analyzer the supervisor spawns when a build goes on probation (docs/analysis-engine.md).
+///
+/// The protocol, line by line, each written with one `write(2)` as it happens:
+/// - stdout: `measurement NAME PHASE SENTENCE` per measurement, then
+///   `verdict successful|failed|inconclusive SENTENCE`, then exit 0;
+/// - stdin: `app-failures N` (the app's cumulative failure count), `app-bad REASON`; other
+///   lines are ignored; end of input (the supervisor is gone) exits at once, with no verdict;
+/// - the settings: the manifest's `analysis.*`, with `DIR/analysis.override`'s keys winning.
+///   Settings that do not read, or no analysis at all: one sentence on stderr, exit 78.
+///
+/// It dies with its parent (`PR_SET_PDEATHSIG`) as well.
+struct AnalyzeCommand: Command {
+    static let configuration = CommandConfiguration.analyze
+
+    /// The file `rollbackctl bake-window` writes in the state directory.
+    static let overrideFileName = "analysis.override"
+
+    let workspace: Workspace
+    let slot: BuildSlot
+    let build: String
+    let version: String
+    let endsAt: Int64
+
+    init(_ parsed: ParsedArguments, _ context: CommandContext) throws(CommandError) {
+        func usage(_ message: String) -> CommandError { .usage(message, subcommand: "analyze") }
+        for name in ["--slot", "--build", "--version", "--ends-at"] where (parsed.options[name] ?? "").isEmpty {
+            throw usage("Missing '\(name)'.")
+        }
+        guard let slot = BuildSlot(rawValue: parsed.options["--slot"]!) else {
+            throw usage("'--slot' must be current or previous, not '\(parsed.options["--slot"]!)'.")
+        }
+        let build = parsed.options["--build"]!
+        guard build.utf8.count <= 128, build.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw usage("'--build' must be the build's SHA-256 (printable, no spaces), not '\(build.prefix(40))'.")
+        }
+        let version = parsed.options["--version"]!
+        guard version.utf8.count <= 256, version.utf8.allSatisfy({ $0 >= 0x20 && $0 != 0x7F }) else {
+            throw usage("'--version' must be one printable line of at most 256 bytes.")
+        }
+        let text = parsed.options["--ends-at"]!
+        guard let endsAt = Int64(text), endsAt >= 0, endsAt <= ValueRange.unixTime.upperBound * 1000 else {
+            throw usage("'--ends-at' must be a Unix time in milliseconds, not '\(text.prefix(40))'.")
+        }
+        self.slot = slot
+        self.build = build
+        self.version = version
+        self.endsAt = endsAt
+        workspace = try context.workspace()
+    }
+
+    func run(_ console: Console) throws(CommandError) {
+        // Die with the supervisor; and if it is already gone, stdin's end says so below.
+        _ = switchback_set_parent_death_signal(SIGKILL)
+        let spec = try Self.spec(manifest: workspace.manifest, stateDirectory: workspace.directory.path)
+        var variables = ["version": version, "build": build, "slot": slot.rawValue, "app_id": workspace.manifest.appID]
+        variables["hostname"] = Self.hostname()
+        let analysis = AnalysisRun(spec: spec, variables: variables)
+        Self.readSignals(into: analysis)
+        let verdict = analysis.run(endingAt: endsAt) { event in
+            switch event {
+            case .measurement(let measurement):
+                Self.writeLine("measurement \(measurement.check) \(measurement.phase) \(measurement.sentence)")
+            case .verdict(let verdict):
+                Self.writeLine("verdict \(verdict.word) \(verdict.sentence)")
+            }
+        }
+        _ = verdict
+    }
+
+    /// The analysis of the manifest's settings with the override's on top; throws
+    /// `configInvalid` (exit 78) with the sentence when they do not read or there is none.
+    static func spec(manifest: Manifest, stateDirectory: String) throws(CommandError) -> AnalysisSpec {
+        var settings = AnalysisSpec.settings(in: manifest.settings)
+        let path = stateDirectory + "/" + overrideFileName
+        do {
+            if let bytes = try FileSystem.read(path, limit: 64 << 10) {
+                let text = try KeyValueText.parse(bytes, describing: "The bake-window override \(path)")
+                for (key, value) in AnalysisSpec.settings(in: text) { settings[key] = value }
+            }
+        } catch {
+            throw .failure("\(error.clause); fix it or remove it with 'rollbackctl bake-window default'.", code: .configInvalid)
+        }
+        let spec: AnalysisSpec?
+        do { spec = try AnalysisSpec.parse(settings) } catch {
+            throw .failure(error.message, code: .configInvalid)
+        }
+        guard let spec else {
+            throw .failure("The bundle has no analysis to run (analysis.window_s is absent or 0); set one with 'rollbackctl bake-window SECONDS' or scripts/bundle --bake-window.", code: .configInvalid)
+        }
+        return spec
+    }
+
+    /// Reads the supervisor's lines on a thread of its own; exits the process when stdin ends.
+    static func readSignals(into analysis: AnalysisRun) {
+        let reader = SignalReader(analysis: analysis)
+        var thread = pthread_t()
+        let box = Unmanaged.passRetained(reader)
+        let created = pthread_create(&thread, nil, { pointer in
+            Unmanaged<SignalReader>.fromOpaque(pointer!).takeRetainedValue().readUntilEnd()
+            return nil
+        }, box.toOpaque())
+        if created != 0 {
+            box.release()
+            writeError("Error: Cannot start the thread that reads the supervisor's signals (error \(created)).")
+            _exit(1)
+        }
+        pthread_detach(thread)
+    }
+
+    /// One line on stdout, with one `write(2)` (no buffering: the supervisor reads it at once).
+    static func writeLine(_ line: String) {
+        var text = String(line.map { $0 == "\n" || $0 == "\r" ? " " : $0 }) + "\n"
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(1, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    _exit(0)  // the supervisor closed its end: nobody is left to tell
+                }
+                offset += written
+            }
+        }
+    }
+
+    static func writeError(_ line: String) {
+        var text = line + "\n"
+        _ = text.withUTF8 { write(2, $0.baseAddress, $0.count) }
+    }
+
+    /// `gethostname(2)`.
+    static func hostname() -> String {
+        var buffer = [CChar](repeating: 0, count: 256)
+        guard gethostname(&buffer, buffer.count - 1) == 0 else { return "" }
+        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}
+
+/// The reader of the supervisor's lines: `app-failures N`, `app-bad REASON`.
+final class SignalReader: @unchecked Sendable {
+    let analysis: AnalysisRun
+
+    init(analysis: AnalysisRun) {
+        self.analysis = analysis
+    }
+
+    func readUntilEnd() {
+        var pending: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
+            if count < 0, errno == EINTR { continue }
+            if count <= 0 { _exit(0) }  // the supervisor is gone
+            pending.append(contentsOf: buffer[0..<count])
+            while let newline = pending.firstIndex(of: 0x0A) {
+                handle(String(decoding: pending[..<newline], as: UTF8.self))
+                pending.removeSubrange(...newline)
+            }
+            if pending.count > 64 << 10 { pending.removeAll() }  // no line is that long
+        }
+    }
+
+    func handle(_ line: String) {
+        if line.hasPrefix("app-failures "), let count = Int(line.dropFirst(13).filter { $0 != " " }), count >= 0 {
+            analysis.reportAppFailures(count)
+        } else if line.hasPrefix("app-bad ") || line == "app-bad" {
+            let reason = String(line.dropFirst(8).prefix(512))
+            analysis.reportAppBad(reason.isEmpty ? "no reason given" : reason)
+        }
+    }
+}

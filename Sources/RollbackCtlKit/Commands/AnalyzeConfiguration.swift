@@ -1,0 +1,23 @@
+extension CommandConfiguration {
+    /// `analyze`: the analyzer the supervisor runs for a build on probation (internal: not in
+    /// the tool's help; the protocol is in docs/analysis-engine.md).
+    package static let analyze = CommandConfiguration(
+        name: "analyze",
+        abstract: "Judge a build on probation by its analysis.* checks (run by the supervisor).",
+        overview: """
+            Run the bundle's analysis (the manifest's analysis.* settings, overridden by
+            DIR/analysis.override) for the build on probation until --ends-at, and print one
+            line per event on standard output: 'measurement NAME PHASE SENTENCE' and, last,
+            'verdict successful|failed|inconclusive SENTENCE'. Reads 'app-failures N' and
+            'app-bad REASON' lines on standard input; exits at once when it closes. The
+            supervisor runs this command; it is not meant to be run by hand.
+            """,
+        options: [
+            .init("--slot", .value("SLOT"), required: true, help: "The slot on probation: current or previous."),
+            .init("--build", .value("SHA256"), required: true, help: "The build on probation (its library's SHA-256): $build in queries."),
+            .init("--version", .value("VERSION"), required: true, help: "Its version: $version in queries."),
+            .init("--ends-at", .value("UNIX_MS"), required: true, help: "When the bake window ends (Unix time in milliseconds)."),
+        ],
+        sections: [("EXIT STATUS", "0 after the verdict or when standard input closes; 64 bad usage; 78 the analysis settings do not read.")],
+        isRemote: true)
+}
