@@ -82,11 +82,16 @@ def probation_state(state):
         return None
 
 def bundle_copy(source, target, settings):
+    """A copy of the bundle whose manifest has `settings` instead of its own values of those
+    keys (the first value of a key is the one read)."""
     shutil.rmtree(target, ignore_errors=True)
     shutil.copytree(source, target, symlinks=True)
-    with open(os.path.join(target, "manifest"), "a") as f:
-        for key, value in settings:
-            f.write(f"{key}={value}\n")
+    path = os.path.join(target, "manifest")
+    keys = {key for key, _ in settings}
+    with open(path) as f:
+        lines = [line for line in f if line.split("=", 1)[0] not in keys]
+    with open(path, "w") as f:
+        f.writelines(lines + [f"{key}={value}\n" for key, value in settings])
 
 def analysis_settings(port, prometheus_port, window):
     return [
