@@ -17,6 +17,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case manifest
     case directive
     case ledger
+    case analysis
 
     /// Runs the target over `bytes`. Returns what the parser made of them — `.parsed` with a
     /// summary of the values, or `.rejected` with the error's sentence. Throws `FuzzFailure`
@@ -35,6 +36,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .manifest: return try ManifestTarget.run(bytes)
         case .directive: return try DirectiveTarget.run(bytes)
         case .ledger: return try LedgerTarget.run(bytes)
+        case .analysis: return try AnalysisTarget.run(bytes)
         }
     }
 }

@@ -76,6 +76,8 @@ import Testing
         #expect(try AnalysisSpec.parse(["analysis.window_s": "0", "supervise": "true"]) == nil)
         #expect(try AnalysisSpec.parse(["analysis.interval_s": "5"]) == nil)
         #expect(try AnalysisSpec.parse(["analysis.window_s": ""]) == nil)
+        // An explicit 0 turns an analysis with checks off (`rollbackctl bake-window 0`).
+        #expect(try AnalysisSpec.parse(full.merging(["analysis.window_s": "0"]) { $1 }) == nil)
     }
 
     @Test func aWindowWithoutChecksOnlyWaits() throws {

@@ -11,7 +11,11 @@ struct SettingsReader {
     ]
 
     mutating func spec() throws(AnalysisSpecError) -> AnalysisSpec? {
-        let window = try integer("analysis.window_s", in: 0...AnalysisSpec.maximumWindowSeconds, "a whole number of seconds") ?? 0
+        let explicitWindow = try integer("analysis.window_s", in: 0...AnalysisSpec.maximumWindowSeconds, "a whole number of seconds")
+        // An explicit 0 turns the analysis off, checks or not (`rollbackctl bake-window 0` over
+        // a manifest with checks); an absent window with checks is a forgotten key.
+        if explicitWindow == 0 { return nil }
+        let window = explicitWindow ?? 0
         let names = try checkNames()
         let checkKeys = settings.keys.filter { $0.hasPrefix("analysis.check.") }
         if window == 0 && names.isEmpty && checkKeys.isEmpty { return nil }

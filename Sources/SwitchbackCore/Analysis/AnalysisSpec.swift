@@ -59,7 +59,8 @@ public struct AnalysisSpec: Sendable, Equatable {
     }
 
     /// Reads the `analysis.*` keys of `settings` (other keys are ignored). Returns nil when
-    /// there is no analysis: `analysis.window_s` absent or 0 and no check. Throws the first
+    /// there is no analysis: `analysis.window_s` is 0 (the analysis turned off, checks or
+    /// not), or absent with no check (absent with checks is a `missingKey` error). Throws the first
     /// problem, in key order: a key no setting has, a value out of range, a check without a
     /// key it needs, a condition that does not parse. An empty value is an absent key.
     public static func parse(_ settings: [String: String]) throws(AnalysisSpecError) -> AnalysisSpec? {
