@@ -148,7 +148,7 @@ public final class Supervisor {
 
     /// Feeds one event to the machine and performs the actions it returns, in order.
     func send(_ event: SupervisorMachine.Event) {
-        let actions = machine.handle(event, at: .init(monotonic: monotonicNow(), unix: currentUnixTime()))
+        let actions = machine.handle(event, at: .init(monotonic: monotonicNow(), unix: currentUnixTime(), unixMilliseconds: RemoteSchedule.nowMilliseconds()))
         for action in actions { perform(action) }
     }
 

@@ -9,6 +9,8 @@ import Glibc
 /// (`rollbackctl-remote analyze`) measures and judges; the machine acts on its verdict:
 /// successful marks the build good again with a note, failed takes the crash-loop path
 /// (`markBad`), inconclusive leaves the build and waits for `rollbackctl promote` or `abort`.
+/// The record is written last of a verdict's actions: a reader that sees it ended (`rollbackctl
+/// promote` waits for that) sees the history, the health verdict and the switch already done.
 extension SupervisorMachine {
     /// Where the probation of the serving build is.
     enum Probation: Equatable {
@@ -72,7 +74,7 @@ extension SupervisorMachine {
             actions += [.stopAnalyzer, .recordProbation(old)]
             probation = .judged(old)
         }
-        let nowMilliseconds = now.unix * 1000
+        let nowMilliseconds = now.unixMilliseconds
         if let last = resumable, last.build == build {
             resumable = nil
             if last.state == .baking, last.endsAt > nowMilliseconds {
@@ -97,13 +99,13 @@ extension SupervisorMachine {
     }
 
     private func overdue(_ record: ProbationRecord, now: Moment) -> Double {
-        now.monotonic + Double(max(0, record.endsAt - now.unix * 1000)) / 1000 + Self.verdictGraceSeconds
+        now.monotonic + Double(max(0, record.endsAt - now.unixMilliseconds)) / 1000 + Self.verdictGraceSeconds
     }
 
     /// The analyzer's line `measurement NAME PHASE SENTENCE`.
     mutating func analysisMeasured(check: String, phase: String, sentence: String, now: Moment) -> [Action] {
         guard case .analyzing(var record, let overdueAt) = probation else { return [] }
-        record.update(.init(name: check, phase: phase, sentence: sentence, at: now.unix * 1000))
+        record.update(.init(name: check, phase: phase, sentence: sentence, at: now.unixMilliseconds))
         probation = .analyzing(record, overdueAt: overdueAt)
         return [.recordProbation(record)]
     }
@@ -119,13 +121,12 @@ extension SupervisorMachine {
         switch state {
         case .passed:
             let note = "passed \(window)"
-            return [.say("\(what) \(note): \(sentence)."), .recordProbation(record),
+            return [.say("\(what) \(note): \(sentence)."),
                     .recordHistory(.probationPassed, from: record.slot, to: record.slot, reason: "\(what) \(note): \(sentence)"),
-                    .markGoodAfterProbation(slot: record.slot, build: record.build, note: note)]
+                    .markGoodAfterProbation(slot: record.slot, build: record.build, note: note), .recordProbation(record)]
         case .failed:
-            return [.recordProbation(record),
-                    .recordHistory(.probationFailed, from: record.slot, to: record.slot, reason: "\(what) failed \(window): \(sentence)"),
-                    .markBad(slot: record.slot, build: record.build, why: "failed \(window): \(sentence)")]
+            return [.recordHistory(.probationFailed, from: record.slot, to: record.slot, reason: "\(what) failed \(window): \(sentence)"),
+                    .markBad(slot: record.slot, build: record.build, why: "failed \(window): \(sentence)"), .recordProbation(record)]
         default:
             record.state = .inconclusive
             probation = .judged(record)
@@ -164,16 +165,17 @@ extension SupervisorMachine {
             record.state = .promoted
             record.result = "promoted by the operator (rollbackctl promote)"
             probation = .judged(record)
-            return actions + [.say("\(what) was promoted by the operator."), .recordProbation(record),
+            return actions + [.say("\(what) was promoted by the operator."),
                               .recordHistory(.probationPromoted, from: record.slot, to: record.slot, reason: "\(what) was promoted by the operator (rollbackctl promote)"),
-                              .markGoodAfterProbation(slot: record.slot, build: record.build, note: "promoted by the operator during its bake window")]
+                              .markGoodAfterProbation(slot: record.slot, build: record.build, note: "promoted by the operator during its bake window"),
+                              .recordProbation(record)]
         case .abort:
             record.state = .aborted
             record.result = "aborted by the operator (rollbackctl abort)"
             probation = .judged(record)
-            return actions + [.recordProbation(record),
-                              .recordHistory(.probationAborted, from: record.slot, to: record.slot, reason: "\(what) was aborted by the operator (rollbackctl abort)"),
-                              .markBad(slot: record.slot, build: record.build, why: "was aborted by the operator during its bake window (rollbackctl abort)")]
+            return actions + [.recordHistory(.probationAborted, from: record.slot, to: record.slot, reason: "\(what) was aborted by the operator (rollbackctl abort)"),
+                              .markBad(slot: record.slot, build: record.build, why: "was aborted by the operator during its bake window (rollbackctl abort)"),
+                              .recordProbation(record)]
         }
     }
 

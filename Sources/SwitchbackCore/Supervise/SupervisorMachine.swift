@@ -67,6 +67,14 @@ struct SupervisorMachine {
     struct Moment: Equatable {
         var monotonic: Double
         var unix: Int64
+        /// The same Unix time in milliseconds (the probation's window); `unix` * 1000 unless given.
+        var unixMilliseconds: Int64
+
+        init(monotonic: Double, unix: Int64, unixMilliseconds: Int64? = nil) {
+            self.monotonic = monotonic
+            self.unix = unix
+            self.unixMilliseconds = unixMilliseconds ?? unix * 1000
+        }
     }
 
     enum Event: Equatable {
