@@ -4,7 +4,7 @@ as a plain executable, the two sides alternated run by run in one process.
 
     first-response.py --runs N --target-ratio X --target-added-ms Y \
         --a NAME '[VAR=value ...] COMMAND {port}' --b NAME '[VAR=value ...] COMMAND {port}' \
-        [--c NAME '[VAR=value ...] COMMAND {port}']
+        [--c NAME '[VAR=value ...] COMMAND {port}'] [--port PORT]
 
 Each iteration starts side A and side B once (the order swapped every iteration), each on a
 fresh loopback port: the clock starts just before the process is spawned and stops when a
@@ -13,6 +13,8 @@ waited for. The ratio and the added time are medians of per-iteration values (th
 of one iteration ran within a second of each other), with 95% bootstrap intervals.
 Exits 1 when the ratio's target is missed (or, given --target-added-ms, when both are).
 A third side (--c) runs in the same rotation and A against it is reported, not judged.
+With --port every run uses that one port (for servers whose configuration names it, as a
+bake window's HTTP check does); the runs never overlap, each server is gone before the next.
 """
 import argparse, os, random, shlex, signal, socket, statistics, subprocess, sys, time
 
@@ -34,8 +36,8 @@ def first_ok(port, deadline):
             time.sleep(0.0002)
     return None
 
-def run_once(command):
-    port = free_port()
+def run_once(command, fixed_port=None):
+    port = fixed_port or free_port()
     args = shlex.split(command.format(port=port))
     # Leading NAME=value words set the environment of this side only, as in a shell.
     env = dict(os.environ)
@@ -69,11 +71,12 @@ def main():
     p.add_argument("--a", nargs=2, metavar=("NAME", "COMMAND"), required=True)
     p.add_argument("--b", nargs=2, metavar=("NAME", "COMMAND"), required=True)
     p.add_argument("--c", nargs=2, metavar=("NAME", "COMMAND"))
+    p.add_argument("--port", type=int, default=None)
     a = p.parse_args()
     sides = [a.a, a.b] + ([a.c] if a.c else [])
     for _ in range(a.warmup):
         for side in sides:
-            run_once(side[1])
+            run_once(side[1], a.port)
     times = [[] for _ in sides]
     for i in range(a.runs):
         # Every order of the sides in turn, so that none always runs first or after another.
@@ -82,7 +85,7 @@ def main():
         if (i // len(order)) % 2:
             order.reverse()
         for index in order:
-            times[index].append(run_once(sides[index][1]))
+            times[index].append(run_once(sides[index][1], a.port))
     print(f"time to the first HTTP 200, {a.runs} runs per side, alternated:")
     for side, values in zip(sides, times):
         print(f"  {side[0]:<44} median {statistics.median(values):7.2f} ms")

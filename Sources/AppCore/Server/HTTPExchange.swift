@@ -1,13 +1,16 @@
 /// One request and its answer, without the socket: what `serve --http` says to what.
 ///
 /// `GET /` answers `version <v> slot <s> pid <p>`; `GET /slow?ms=N` answers the same after
-/// N milliseconds (at most 600000). Anything else is 400, 404 or 405. Every response closes
-/// the connection and says how long its body is.
+/// N milliseconds (at most 600000); `GET /metrics` answers the server's own metrics
+/// (``ResponseMetrics``). Anything else is 400, 404 or 405. Every response closes the
+/// connection and says how long its body is.
 enum HTTPExchange {
     /// What to do with a request.
     enum Answer: Equatable {
         /// 200 with the identity line, after sleeping `delayMilliseconds`.
         case identity(delayMilliseconds: Int)
+        /// 200 with the metrics in Prometheus' text format.
+        case metrics
         /// An error status and its one-line body.
         case failure(status: Int, reason: String, body: String)
     }
@@ -37,15 +40,20 @@ enum HTTPExchange {
                 return badRequest("/slow wants ms=N, a whole number of milliseconds up to \(longestDelayMilliseconds)")
             }
             return .identity(delayMilliseconds: milliseconds)
+        case "/metrics":
+            return .metrics
         default:
-            return .failure(status: 404, reason: "Not Found", body: "no such path: \(target[0]); try / or /slow?ms=N\n")
+            return .failure(status: 404, reason: "Not Found", body: "no such path: \(target[0]); try /, /slow?ms=N or /metrics\n")
         }
     }
 
+    /// Prometheus' text exposition format, version 0.0.4.
+    static let metricsContentType = "text/plain; version=0.0.4; charset=utf-8"
+
     /// A whole HTTP/1.1 response: status line, `Content-Type`, `Content-Length`,
     /// `Connection: close`, then the body.
-    static func response(status: Int, reason: String, body: String) -> String {
-        "HTTP/1.1 \(status) \(reason)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
+    static func response(status: Int, reason: String, body: String, contentType: String = "text/plain; charset=utf-8") -> String {
+        "HTTP/1.1 \(status) \(reason)\r\nContent-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
     }
 
     private static func badRequest(_ why: String) -> Answer {

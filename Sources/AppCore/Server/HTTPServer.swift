@@ -5,7 +5,8 @@ import Switchback
 import Synchronization
 
 /// `serve --http`: a small HTTP/1.1 server on plain sockets, a thread per connection, so a
-/// slow request never holds up another.
+/// slow request never holds up another. It counts what it answers (``ResponseMetrics``, at
+/// `GET /metrics`) and misbehaves when its data directory says so (``Misbehaviour``).
 ///
 /// It listens on an address it binds itself (`SO_REUSEADDR`), or on the first listening socket
 /// the service manager passed (``LaunchInfo/listeners``). An acceptor thread waits in `poll(2)`
@@ -35,6 +36,10 @@ final class HTTPServer: Sendable {
     private let wakeReader: Int32
     private let acceptor = Mutex<Thread?>(nil)
     private let connections = Mutex(Connections())
+    /// How this build misbehaves on purpose (the data directory's `misbehave`), if it does.
+    private let misbehaviourFile: MisbehaviourFile
+    /// What it answered, for `GET /metrics`.
+    private let metrics = Mutex(ResponseMetrics())
 
     /// The connections being served: those still reading their request, and how many in all.
     private struct Connections {
@@ -81,6 +86,7 @@ final class HTTPServer: Sendable {
 
     private init(launch: LaunchInfo, listener: Int32, wake: (reader: Int32, writer: Int32)) {
         self.launch = launch
+        misbehaviourFile = MisbehaviourFile(dataDirectory: launch.dataDirectory, version: launch.version)
         self.listener = listener
         wakeReader = wake.reader
         wakeWriter = wake.writer
@@ -204,15 +210,35 @@ final class HTTPServer: Sendable {
         _ = connections.withLock { $0.reading.remove(fd) }
         // A whole request read before the stop is answered; one cut short by it is not.
         guard let head else { return }
+        let started = monotonicSeconds()
         let answer = HTTPExchange.answer(toHead: head)
+        if answer == .metrics {
+            let body = metrics.withLock { $0.exposition(version: launch.version, build: launch.build) }
+            send(HTTPExchange.response(status: 200, reason: "OK", body: body, contentType: HTTPExchange.metricsContentType), to: fd)
+            return
+        }
+        let misbehaviour = misbehaviourFile.current(now: started)
+        if let delay = misbehaviour?.delayMilliseconds, delay > 0 { sleep(milliseconds: delay) }
+        let response: (status: Int, reason: String, body: String)
         switch answer {
         case .identity(let delay):
             if delay > 0 { sleep(milliseconds: delay) }
-            let body = "version \(launch.version) slot \(launch.slot?.rawValue ?? "none") pid \(getpid())\n"
-            send(HTTPExchange.response(status: 200, reason: "OK", body: body), to: fd)
+            let identity = "version \(launch.version) slot \(launch.slot?.rawValue ?? "none") pid \(getpid())"
+            var generator = SystemRandomNumberGenerator()
+            if let misbehaviour, misbehaviour.failsRequest(using: &generator) {
+                response = (500, "Internal Server Error", identity + ": failing on purpose (\(misbehaviourFile.path))\n")
+            } else {
+                response = (200, "OK", identity + "\n")
+            }
         case .failure(let status, let reason, let body):
-            send(HTTPExchange.response(status: status, reason: reason, body: body), to: fd)
+            response = (status, reason, body)
+        case .metrics:
+            preconditionFailure("answered above")
         }
+        // Counted before it is sent: a client that asks for /metrics once it has its answer
+        // finds it counted.
+        metrics.withLock { $0.record(status: response.status, seconds: monotonicSeconds() - started) }
+        send(HTTPExchange.response(status: response.status, reason: response.reason, body: response.body), to: fd)
     }
 
     /// The request's head, up to its blank line (at most 16 KiB); nil when the client closed,
