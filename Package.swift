@@ -75,7 +75,7 @@ let package = Package(
         // queues every chunk without back-pressure; docs/remote.md, "Bounded memory and time").
         .target(name: "CSwitchbackHTTP"),
         .target(name: "SwitchbackRemote", dependencies: ["SwitchbackCrypto", "CSwitchbackHTTP", "SwitchbackFiles"]),
-        // The analysis of a bake window or a rollout step (docs/analysis-engine.md): http probes
+        // The analysis of a bake window or a rollout step (docs/analysis.md): http probes
         // and Prometheus queries over the system's libcurl, judged by SwitchbackCore/Analysis.
         // Only rollbackctl-remote links it: the launcher runs it as a separate process.
         .target(name: "SwitchbackAnalysis", dependencies: ["SwitchbackCore", "CSwitchbackHTTP"]),

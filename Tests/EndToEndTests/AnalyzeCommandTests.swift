@@ -6,7 +6,7 @@ import Glibc
 #endif
 
 /// `rollbackctl-remote analyze`, the supervisor's analyzer, as a process: its stdout lines,
-/// its stdin signals, its exit codes (docs/analysis-engine.md).
+/// its stdin signals, its exit codes (docs/analysis.md).
 @Suite struct AnalyzeCommandTests {
     /// What an analyzer run printed.
     struct Run {

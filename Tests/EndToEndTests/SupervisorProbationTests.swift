@@ -62,10 +62,12 @@ import Glibc
         let aborted = try #require(history.first { $0.kind == "probation_aborted" })
         #expect(aborted.reason == "the current build (\(t.currentVersion)) was aborted by the operator (rollbackctl abort)")
         let rollback = try #require(history.last { $0.kind == "switch" })
-        #expect(rollback.to == "previous" && rollback.source == "auto")
+        // An operator's abort is an explicit rejection, as `rollbackctl mark-bad` is: automatic
+        // rollback never returns to the build.
+        #expect(rollback.to == "previous" && rollback.source == "cli")
         #expect(rollback.reason == "the current build (\(t.currentVersion)) was aborted by the operator during its bake window (rollbackctl abort)")
         let health = try t.health("current")
-        #expect(health.verdict == "bad" && health.note == "was aborted by the operator during its bake window (rollbackctl abort)")
+        #expect(health.verdict == "bad" && health.note == "was aborted by the operator during its bake window (rollbackctl abort)" && health.markedBy == "cli")
         // The previous build, now serving, is a changed build: on probation in its turn.
         #expect(app.wait(upTo: 30) { Self.probation(t)?.slot == .previous }, "\(app.stderr)")
     }

@@ -80,7 +80,7 @@ import Testing
         #expect(bad.error == ["Error: The rollout plan \(w.planFile) has rollout.steps=5,1: the percentages must go up, and 1 comes after 5."])
         let missing = w.run(plan: w.directory + "/nothing")
         #expect(missing.status == 78)
-        #expect(missing.error == ["Error: The rollout plan \(w.directory)/nothing does not exist; write one with rollout.version, rollout.steps and rollout.pause_s (docs/analysis-rollout.md)."])
+        #expect(missing.error == ["Error: The rollout plan \(w.directory)/nothing does not exist; write one with rollout.version, rollout.steps and rollout.pause_s (docs/rollout.md)."])
         try "rollout.version=1.3.0\nno equals sign\n".write(toFile: w.planFile, atomically: true, encoding: .utf8)
         let malformed = w.run()
         #expect(malformed.status == 78)

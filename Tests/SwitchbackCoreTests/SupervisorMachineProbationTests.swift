@@ -143,7 +143,7 @@ extension SupervisorMachineTests {
         var (machine, _) = Self.onProbation()
         let actions = machine.handle(.probationRequest(.abort(build: "cur")), at: Self.at(5))
         #expect(actions.first == .stopAnalyzer)
-        #expect(actions.contains(.markBad(slot: .current, build: "cur", why: "was aborted by the operator during its bake window (rollbackctl abort)")))
+        #expect(actions.contains(.markBad(slot: .current, build: "cur", why: "was aborted by the operator during its bake window (rollbackctl abort)", by: .cli)))
         #expect(actions.contains(.recordHistory(.probationAborted, from: .current, to: .current,
                                                 reason: "the current build (1.3.0) was aborted by the operator (rollbackctl abort)")))
         #expect(machine.probation.record?.state == .aborted)

@@ -7,7 +7,7 @@ import SwitchbackAnalysis
 import SwitchbackCore
 
 /// `analyze --state-dir DIR --slot SLOT --build SHA256 --version V --ends-at UNIX_MS`: the
-/// analyzer the supervisor spawns when a build goes on probation (docs/analysis-engine.md).
+/// analyzer the supervisor spawns when a build goes on probation (docs/analysis.md).
 ///
 /// The protocol, line by line, each written with one `write(2)` as it happens:
 /// - stdout: `measurement NAME PHASE SENTENCE` per measurement, then

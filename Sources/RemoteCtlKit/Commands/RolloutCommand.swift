@@ -44,7 +44,7 @@ struct RolloutCommand: Command {
         let bytes: [UInt8]?
         do { bytes = try TrustedFile.read(planPath, what: "rollout plan") } catch { throw CommandError(.configInvalid, error.message) }
         guard let bytes else {
-            throw CommandError(.configInvalid, "The rollout plan \(planPath) does not exist; write one with rollout.version, rollout.steps and rollout.pause_s (docs/analysis-rollout.md).")
+            throw CommandError(.configInvalid, "The rollout plan \(planPath) does not exist; write one with rollout.version, rollout.steps and rollout.pause_s (docs/rollout.md).")
         }
         var plan: RolloutPlan
         do {

@@ -1,6 +1,6 @@
 extension CommandConfiguration {
     /// `analyze`: the analyzer the supervisor runs for a build on probation (internal: not in
-    /// the tool's help; the protocol is in docs/analysis-engine.md).
+    /// the tool's help; the protocol is in docs/analysis.md).
     package static let analyze = CommandConfiguration(
         name: "analyze",
         abstract: "Judge a build on probation by its analysis.* checks (run by the supervisor).",

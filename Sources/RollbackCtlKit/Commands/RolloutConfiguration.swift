@@ -14,7 +14,7 @@ extension CommandConfiguration {
             at an approval step or an inconclusive analysis. Progress is kept in the state
             file, written before and after every publication: run the same command again
             after a stop, a crash or a kill -9 and it resumes where it was, never publishing a
-            step twice. See docs/analysis-rollout.md.
+            step twice. See docs/rollout.md.
             """,
         options: [
             .init("--plan", .value("FILE"), required: true, help: "The plan: rollout.* and analysis.* keys (KeyValueText)."),

@@ -1,5 +1,5 @@
 /// The analysis of a bake window or a rollout step, from the `analysis.*` settings
-/// (docs/analysis-engine.md):
+/// (docs/analysis.md):
 ///
 ///     analysis.window_s=60
 ///     analysis.interval_s=10

@@ -1,4 +1,4 @@
-/// What one measurement of a check found, with Argo Rollouts' names (docs/analysis-engine.md):
+/// What one measurement of a check found, with Argo Rollouts' names (docs/analysis.md):
 /// - `successful`: the check's condition held;
 /// - `failed`: it did not (for an HTTP check: too many probes failed, or too slow);
 /// - `inconclusive`: neither held, or too few probes to judge;

@@ -17,7 +17,7 @@ extension Supervisor {
 
     /// A good build crashed K times within the window: marked bad, and the other slot chosen
     /// when it is not bad too.
-    func markBad(slot: BuildSlot, build: String, why: String) {
+    func markBad(slot: BuildSlot, build: String, why: String, by: ChoiceSource = .auto) {
         let store = HealthStore(directory: directory)
         let record = store.load().record
         let identity = BuildIdentity(sha256: build, version: manifest[slot].version)
@@ -25,7 +25,7 @@ extension Supervisor {
             try store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
                 var health = record.health(of: identity, tries: manifest.trialTries)
                 health.verdict = .bad
-                health.markedBy = .auto
+                health.markedBy = by
                 health.changedAt = currentUnixTime()
                 health.note = why
                 record.set(health)
@@ -41,7 +41,7 @@ extension Supervisor {
             // No child is serving: nothing writes the data while it is converted back.
             let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
             do {
-                let result = try switcher.perform(rollback: slot.other == .previous, source: .auto, reason: description)
+                let result = try switcher.perform(rollback: slot.other == .previous, source: by, reason: description)
                 if let refusal = result.refusal {
                     Launcher.printError("launcher: supervisor: \(description), but it stays: \(refusal)")
                     return

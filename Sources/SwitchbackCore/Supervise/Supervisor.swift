@@ -190,8 +190,8 @@ public final class Supervisor {
             recordGoodMark(child, how: how)
         case .countCrash(let slot, let build):
             countCrash(slot: slot, build: build)
-        case .markBad(let slot, let build, let why):
-            markBad(slot: slot, build: build, why: why)
+        case .markBad(let slot, let build, let why, let by):
+            markBad(slot: slot, build: build, why: why, by: by)
         case .publish:
             publish()
         case .acknowledgeChoice:

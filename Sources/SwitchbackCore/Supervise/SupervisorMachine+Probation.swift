@@ -174,7 +174,7 @@ extension SupervisorMachine {
             record.result = "aborted by the operator (rollbackctl abort)"
             probation = .judged(record)
             return actions + [.recordHistory(.probationAborted, from: record.slot, to: record.slot, reason: "\(what) was aborted by the operator (rollbackctl abort)"),
-                              .markBad(slot: record.slot, build: record.build, why: "was aborted by the operator during its bake window (rollbackctl abort)"),
+                              .markBad(slot: record.slot, build: record.build, why: "was aborted by the operator during its bake window (rollbackctl abort)", by: .cli),
                               .recordProbation(record)]
         }
     }

@@ -147,9 +147,11 @@ struct SupervisorMachine {
         /// A child of a build exited abnormally: the driver answers `goodBuildCrashed` when the
         /// health file calls the build good.
         case countCrash(slot: BuildSlot, build: String)
-        /// A good build crashed `crash_limit` times within the window: record it bad (when
-        /// trusted) and choose the other slot when it is not bad too.
-        case markBad(slot: BuildSlot, build: String, why: String)
+        /// A good build crashed `crash_limit` times within the window, or failed its bake
+        /// window: record it bad (when trusted) and choose the other slot when it is not bad
+        /// too. `by` is `.auto` for the supervisor's own verdicts and `.cli` for an operator's
+        /// `rollbackctl abort`, an explicit rejection that automatic rollback never undoes.
+        case markBad(slot: BuildSlot, build: String, why: String, by: ChoiceSource = .auto)
         /// Save the supervisor record from `serving`, `candidate`, `restarts`, `switchFailure`.
         case publish
         /// The persisted choice as it is now has been acted on: look again when it changes.
