@@ -78,7 +78,7 @@ let package = Package(
         // The analysis of a bake window or a rollout step (docs/analysis.md): http probes
         // and Prometheus queries over the system's libcurl, judged by SwitchbackCore/Analysis.
         // Only rollbackctl-remote links it: the launcher runs it as a separate process.
-        .target(name: "SwitchbackAnalysis", dependencies: ["SwitchbackCore", "CSwitchbackHTTP"]),
+        .target(name: "SwitchbackAnalysis", dependencies: ["SwitchbackCore", "SwitchbackRemote", "CSwitchbackHTTP"]),
         // `rollbackctl sync|keygen|sign`: rollbackctl executes this program for them.
         .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote", "SwitchbackAnalysis"]),
         .executableTarget(name: "rollbackctl-remote", dependencies: ["RemoteCtlKit"]),

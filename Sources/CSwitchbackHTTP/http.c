@@ -21,7 +21,7 @@ enum {
     OPT_FOLLOWLOCATION = 52, OPT_HEADERFUNCTION = 20079, OPT_HTTPGET = 80, OPT_NOSIGNAL = 99,
     OPT_TIMEOUT_MS = 155, OPT_CONNECTTIMEOUT_MS = 156, OPT_HTTP_CONTENT_DECODING = 158,
     OPT_PROTOCOLS = 181, OPT_REDIR_PROTOCOLS = 182, OPT_XFERINFODATA = 10057,
-    OPT_XFERINFOFUNCTION = 20219,
+    OPT_XFERINFOFUNCTION = 20219, OPT_NOPROXY = 10177,
 };
 enum { INFO_RESPONSE_CODE = 0x200000 + 2, INFO_REDIRECT_URL = 0x100000 + 31 };
 enum { PROTO_HTTP = 1, PROTO_HTTPS = 2, GLOBAL_DEFAULT = 3, CURLE_WRITE_ERROR = 23 };
@@ -195,6 +195,7 @@ void switchback_http_get(switchback_http_exchange *x) {
     curl.easy_setopt(handle, OPT_CONNECTTIMEOUT_MS, timeout);
     curl.easy_setopt(handle, OPT_ERRORBUFFER, error);
     if (x->user_agent) curl.easy_setopt(handle, OPT_USERAGENT, x->user_agent);
+    if (x->no_proxy) curl.easy_setopt(handle, OPT_NOPROXY, x->no_proxy);
     if (headers) curl.easy_setopt(handle, OPT_HTTPHEADER, headers);
     curl.easy_setopt(handle, OPT_HEADERFUNCTION, (data_callback)on_header);
     curl.easy_setopt(handle, OPT_HEADERDATA, (void *)x);

@@ -23,7 +23,7 @@ import Glibc
     /// `input` lines to its stdin at their times, closes stdin after `closeAfter` seconds (else
     /// keeps it open: the supervisor is alive), and collects everything until it exits.
     func analyze(_ t: TestBundle, endsIn seconds: Double, input: [(after: Double, line: String)] = [],
-                 closeAfter: Double? = nil, arguments: [String]? = nil) throws -> Run {
+                 closeAfter: Double? = nil, arguments: [String]? = nil, environment extra: [String: String] = [:]) throws -> Run {
         let endsAt = Int64((Date().timeIntervalSince1970 + seconds) * 1000)
         let build = String(repeating: "b", count: 64)
         let arguments = arguments ?? ["analyze", "--state-dir", t.state, "--slot", "current", "--build", build,
@@ -35,6 +35,7 @@ import Glibc
         }
         var environment = ProcessInfo.processInfo.environment
         environment["SWITCHBACK_STATE_DIR"] = t.state
+        environment.merge(extra) { $1 }
         let pid = try spawn(t.bundle + "/bin/rollbackctl-remote", arguments, environment: environment) { actions in
             posix_spawn_file_actions_adddup2(&actions, stdin[0], 0)
             posix_spawn_file_actions_adddup2(&actions, out[1], 1)
@@ -137,6 +138,25 @@ import Glibc
         #expect(run.seconds >= 3.5, "not before the deadline")
         #expect(run.measurements.contains { $0.hasPrefix("measurement http successful http: 0% of ") }, "\(run.lines)")
         #expect(run.measurements.contains("measurement app successful app: 2 failures reported (limit 3)"), "\(run.lines)")
+    }
+
+    @Test func httpProbesGoStraightToTheAppWhateverProxyTheEnvironmentNames() throws {
+        let t = try TestBundle()
+        defer { try? FileManager.default.removeItem(atPath: t.directory) }
+        let requests = Mutex(0)
+        let server = try LoopbackHTTPServer { _ in
+            requests.withLock { $0 += 1 }
+            return .answer(status: 200, body: "ok\n")
+        }
+        defer { server.stop() }
+        try configure(t, window: 3, ["checks": "http", "check.http.kind": "http", "check.http.url": "http://127.0.0.1:\(server.port)/",
+                                     "check.http.probe_interval_ms": "100"])
+        // A proxy nothing listens on, as a service's environment might name for outbound calls.
+        let proxy = "http://127.0.0.1:\(try unusedLocalPort())"
+        let run = try analyze(t, endsIn: 3, environment: ["http_proxy": proxy, "HTTP_PROXY": proxy, "ALL_PROXY": proxy])
+        #expect(run.status == 0, "\(run)")
+        #expect(run.verdict?.hasPrefix("verdict successful ") == true, "\(run)")
+        #expect(requests.withLock { $0 } > 5, "the probes reached the app")
     }
 
     @Test func prometheusUnreachableForTheWholeWindowIsInconclusive() throws {

@@ -47,6 +47,8 @@ typedef struct switchback_http_exchange {
     size_t max_body;
     /// Set non-zero (from any thread) to abandon the transfer.
     volatile int *cancel;
+    /// CURLOPT_NOPROXY when not NULL: "*" goes direct whatever http_proxy says.
+    const char *no_proxy;
 
     /* Out */
     /// libcurl's CURLcode (0 on success), or -1 when libcurl could not be loaded.

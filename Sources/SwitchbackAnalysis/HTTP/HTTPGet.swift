@@ -38,8 +38,9 @@ struct HTTPGet {
         }
     }
 
-    /// Wraps `switchback_http_get`.
-    static func get(_ url: String, timeoutMilliseconds: Int, maxBody: Int, headers: [String] = []) -> Answer {
+    /// Wraps `switchback_http_get`. `direct`: never through a proxy, whatever `http_proxy`
+    /// and its kin say (an http check measures the app, not a proxy in front of it).
+    static func get(_ url: String, timeoutMilliseconds: Int, maxBody: Int, headers: [String] = [], direct: Bool = false) -> Answer {
         let exchange = UnsafeMutablePointer<switchback_http_exchange>.allocate(capacity: 1)
         exchange.initialize(to: switchback_http_exchange())
         let cHeaders = headers.map { strdup($0) }
@@ -49,6 +50,8 @@ struct HTTPGet {
             cHeaders.forEach { free($0) }
         }
         let started = MonotonicClock.nanoseconds()
+        let noProxy: UnsafeMutablePointer<CChar>? = direct ? strdup("*") : nil
+        defer { free(noProxy) }
         url.withCString { cURL in
             "switchback-analyzer".withCString { cAgent in
                 cHeaders.map { UnsafePointer($0) }.withUnsafeBufferPointer { headerPointers in
@@ -59,6 +62,7 @@ struct HTTPGet {
                     exchange.pointee.timeout_ms = timeoutMilliseconds
                     exchange.pointee.max_body = maxBody
                     exchange.pointee.cancel = nil
+                    exchange.pointee.no_proxy = UnsafePointer(noProxy)
                     switchback_http_get(exchange)
                 }
             }

@@ -2,7 +2,9 @@ import SwitchbackCore
 
 /// The probes of an http check: one GET of the check's URL with its timeout, judged by its
 /// status. No answer (connection refused, timeout) is a *failed* probe, not an error: the
-/// app not answering is the app's failure, not the provider's.
+/// app not answering is the app's failure, not the provider's. Probes go straight to the
+/// URL: a proxy named by `http_proxy` in the service's environment would be measured
+/// instead of the app (Prometheus queries do follow it, as directive fetches do).
 public struct HTTPProber: Sendable {
     /// The check's settings.
     public let settings: AnalysisCheck.HTTP
@@ -17,7 +19,7 @@ public struct HTTPProber: Sendable {
     /// Sends one GET and returns its outcome, stamped `at` (the caller's milliseconds).
     /// Blocks up to the timeout; never throws.
     public func probe(at: Int64) -> HTTPProbeWindow.Probe {
-        let answer = HTTPGet.get(settings.url, timeoutMilliseconds: settings.timeoutMilliseconds, maxBody: Self.maxBody)
+        let answer = HTTPGet.get(settings.url, timeoutMilliseconds: settings.timeoutMilliseconds, maxBody: Self.maxBody, direct: true)
         if let failure = answer.failure(timeoutMilliseconds: settings.timeoutMilliseconds) {
             return HTTPProbeWindow.Probe(at: at, isSuccess: false, latencyMilliseconds: nil, reason: failure)
         }

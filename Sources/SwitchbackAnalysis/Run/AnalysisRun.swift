@@ -1,4 +1,5 @@
 import SwitchbackCore
+import SwitchbackRemote
 
 /// Runs an analysis: every check of a spec at its interval until a deadline, each measurement
 /// fed to an `AnalysisJudge`, the measurements and the verdict told through a callback.
@@ -53,7 +54,7 @@ public final class AnalysisRun: @unchecked Sendable {
         let deadline = start + max(0, endsAt - MonotonicClock.unixMilliseconds())
         monitor.withLock { emit = onEvent }
         for check in spec.checks {
-            CheckThread.start { [self] in loop(check, start: start) }
+            FetchThread.start { [self] in loop(check, start: start) }
         }
         let verdict: AnalysisVerdict = monitor.withLock {
             while !isOver, judge.verdict == nil, MonotonicClock.milliseconds() < deadline {

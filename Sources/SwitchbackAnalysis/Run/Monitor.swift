@@ -42,30 +42,3 @@ final class Monitor: @unchecked Sendable {
         pthread_cond_broadcast(condition)
     }
 }
-
-/// A detached POSIX thread (`pthread_create(3)`, 256 KiB of stack) for one check's loop:
-/// its probes and queries block in libcurl, which must not hold up the others.
-enum CheckThread {
-    static func start(_ body: @escaping @Sendable () -> Void) {
-        let box = Unmanaged.passRetained(Body(body))
-        var attributes = pthread_attr_t()
-        pthread_attr_init(&attributes)
-        defer { pthread_attr_destroy(&attributes) }
-        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
-        pthread_attr_setstacksize(&attributes, 256 << 10)
-        var handle = pthread_t()
-        let created = pthread_create(&handle, &attributes, { pointer in
-            Unmanaged<Body>.fromOpaque(pointer!).takeRetainedValue().run()
-            return nil
-        }, box.toOpaque())
-        if created != 0 {
-            box.release()
-            preconditionFailure("pthread_create failed (\(created)): the analyzer cannot run its checks")
-        }
-    }
-
-    private final class Body: Sendable {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
-    }
-}

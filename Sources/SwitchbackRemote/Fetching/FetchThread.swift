@@ -3,12 +3,12 @@ import Glibc
 #endif
 import Dispatch
 
-/// The thread a fetch's blocking libcurl transfer runs on: a detached POSIX thread with a
-/// 256 KiB stack.
-enum FetchThread {
+/// The thread a blocking libcurl transfer runs on (a directive fetch, an analysis check's
+/// loop of probes and queries): a detached POSIX thread with a 256 KiB stack.
+package enum FetchThread {
     /// Starts `body` on a new detached thread with `pthread_create(3)`. When the system has no
     /// thread to give, `body` runs on a global dispatch queue instead, so the fetch still happens.
-    static func start(_ body: @escaping @Sendable () -> Void) {
+    package static func start(_ body: @escaping @Sendable () -> Void) {
         let box = Unmanaged.passRetained(Body(body))
         var attributes = pthread_attr_t()
         pthread_attr_init(&attributes)
