@@ -144,12 +144,16 @@ import Testing
         #expect(options.settings.last?.1 == "30")
         #expect(try BundleOptions.parse(["--bake-window=45"]).settings.map { "\($0.0)=\($0.1)" } == ["analysis.window_s=45"])
 
+        // A window of 0 turns the analysis off, checks or not (docs/analysis.md).
+        #expect(try BundleOptions.parse(["--analysis", file, "--bake-window", "0"]).settings.last.map { "\($0.0)=\($0.1)" } == "analysis.window_s=0")
+        let windowless = directory + "/windowless"
+        try "analysis.checks=app\nanalysis.check.app.kind=app\n".write(toFile: windowless, atomically: true, encoding: .utf8)
         let foreign = directory + "/foreign"
         try "analysis.window_s=60\nsupervise=true\n".write(toFile: foreign, atomically: true, encoding: .utf8)
         for (arguments, message) in [(["--bake-window", "soon"], "--bake-window needs a whole number, not 'soon'."),
                                      (["--analysis", directory + "/missing"], "--analysis: the file \(directory)/missing cannot be read; pass a file of analysis.* settings (docs/analysis.md)."),
                                      (["--analysis", foreign], "--analysis: the file \(foreign) sets 'supervise', which is not an analysis.* setting; keep only analysis.* keys in it."),
-                                     (["--analysis", file, "--bake-window", "0"], "The analysis has checks but no analysis.window_s; write analysis.window_s=SECONDS (e.g. 60), the bake window.")] {
+                                     (["--analysis", windowless], "The analysis has checks but no analysis.window_s; write analysis.window_s=SECONDS (e.g. 60), the bake window.")] {
             do { _ = try BundleOptions.parse(arguments); Issue.record("\(arguments) parsed") } catch {
                 #expect(error.code == .usage && error.exitCode == 64)
                 #expect(error.message == message)

@@ -11,7 +11,7 @@ struct PromoteCommand: Command {
         overview: """
             End the probation (bake window) of the serving build early: its analysis stops and
             the build stays, marked good. Also ends an inconclusive probation. The supervisor
-            acts on the request; this command waits for it (up to 10 s).
+            acts on the request; this command waits for it (up to 60 s).
             """)
 
     let command: ProbationRequestCommand
@@ -32,7 +32,7 @@ struct AbortCommand: Command {
             End the probation (bake window) of the serving build early as failed: the build is
             marked bad and the other slot takes over, live, as after a crash loop. Also ends an
             inconclusive probation. The supervisor acts on the request; this command waits for
-            it (up to 10 s).
+            it (up to 60 s: the data is converted back first when the other build needs it).
             """)
 
     let command: ProbationRequestCommand
@@ -49,7 +49,7 @@ struct ProbationRequestCommand {
     let workspace: Workspace
     let promote: Bool
     /// How long the command waits for the supervisor to act.
-    static let waitMilliseconds = 10_000
+    static let waitMilliseconds = 60_000
 
     func run(_ console: Console) throws(CommandError) {
         try workspace.checkTrusted()
