@@ -1,4 +1,5 @@
 import Foundation
+import SwitchbackTestSupport
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -22,10 +23,8 @@ import Glibc
         var t: TestBundle { fleet.t }
         let nginx: NginxServer
         let textfile: String
-        let exporter: SpawnedProcess
-        let exporterPort: Int
-        let prometheus: SpawnedProcess
-        let prometheusPort: Int
+        let exporter: NodeExporter
+        let prometheus: PrometheusServer
         let loops: SpawnedProcess
         let watcher = DirectiveWatcher()
         var directive: String { fleet.www + "/directive.json" }
@@ -58,27 +57,8 @@ import Glibc
             for name in try FileManager.default.contentsOfDirectory(atPath: textfile) { try FileManager.default.removeItem(atPath: textfile + "/" + name) }
             _ = try shell("/bin/bash", "-c", "mkdir -p '\(t.directory)/installs' && for i in $(seq 1 \(FleetRolloutTests.installs)); do cp -a '\(template)' '\(t.directory)/installs/'$i; done")
 
-            exporterPort = try unusedLocalPort()
-            exporter = try SpawnedProcess("/usr/bin/prometheus-node-exporter", [
-                "--collector.disable-defaults", "--collector.textfile", "--collector.textfile.directory=\(textfile)",
-                "--web.listen-address=127.0.0.1:\(exporterPort)",
-            ], environment: [:], stderr: t.directory + "/node-exporter.log")
-            prometheusPort = try unusedLocalPort()
-            try """
-                global:
-                  scrape_interval: 2s
-                  scrape_timeout: 2s
-                  evaluation_interval: 2s
-                scrape_configs:
-                  - job_name: fleet
-                    static_configs:
-                      - targets: ['127.0.0.1:\(exporterPort)']
-
-                """.write(toFile: t.directory + "/prometheus.yml", atomically: true, encoding: .utf8)
-            prometheus = try SpawnedProcess("/usr/bin/prometheus", [
-                "--config.file=\(t.directory)/prometheus.yml", "--storage.tsdb.path=\(t.directory)/prometheus",
-                "--web.listen-address=127.0.0.1:\(prometheusPort)",
-            ], environment: [:], stderr: t.directory + "/prometheus.log")
+            exporter = try NodeExporter.start(textfileDirectory: textfile)
+            prometheus = try PrometheusServer.start(scrapeTargets: [exporter.address], scrapeIntervalSeconds: 2)
 
             // The installs: a loop of starts each. A start of the release crashes when it is bad
             // (the sample's `crash`, before it marks itself good), else runs `version`, which
@@ -111,7 +91,7 @@ import Glibc
 
         /// Waits until Prometheus has every install (each has checked once and written its file).
         func waitUntilEveryInstallIsSeen() throws {
-            try #require(waitUntil(seconds: 60) { self.query("up") != nil }, "Prometheus did not answer: \(t.directory)/prometheus.log")
+            try #require(waitUntil(seconds: 60) { self.query("up") != nil }, "Prometheus did not answer: \(prometheus.directory)/prometheus.log")
             let everyone = waitUntil(seconds: 120) { (self.query("count(switchback_info)") ?? 0) >= Double(FleetRolloutTests.installs) }
             try #require(everyone, "installs seen by Prometheus: \(self.query("count(switchback_info)") ?? -1), up \(self.query("up") ?? -1)")
         }
@@ -127,7 +107,7 @@ import Glibc
                 analysis.interval_s=3
                 analysis.checks=rollbacks
                 analysis.check.rollbacks.kind=prometheus
-                analysis.check.rollbacks.address=http://127.0.0.1:\(prometheusPort)
+                analysis.check.rollbacks.address=\(prometheus.address)
                 analysis.check.rollbacks.query=sum(switchback_rollbacks_total{source="auto"} * on(install) group_left switchback_slot_info{slot="current",version="$version"}) or vector(0)
                 analysis.check.rollbacks.success=result[0] == 0
 
@@ -145,10 +125,8 @@ import Glibc
         /// The first value of an instant query, nil when Prometheus does not answer or the
         /// result is empty.
         func query(_ promql: String) -> Double? {
-            guard let result = try? runProcess("/usr/bin/curl", ["-sf", "--data-urlencode", "query=\(promql)",
-                                                                 "http://127.0.0.1:\(prometheusPort)/api/v1/query"]),
-                  result.status == 0,
-                  let answer = try? JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+            guard let body = prometheus.query(promql),
+                  let answer = try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any],
                   let data = answer["data"] as? [String: Any], let samples = data["result"] as? [[String: Any]],
                   let value = samples.first?["value"] as? [Any], let text = value.last as? String else { return nil }
             return Double(text)
@@ -196,7 +174,8 @@ import Glibc
             kill(-loops.pid, SIGKILL)
             loops.wait()
             watcher.stop()
-            for process in [prometheus, exporter] { kill(process.pid, SIGKILL); process.wait() }
+            prometheus.stop()
+            exporter.stop()
             nginx.stop()
             // Syncs still waiting or running for an install end within their deadline.
             usleep(UInt32(FleetRolloutTests.splay) * 1_000_000 + 500_000)
