@@ -161,4 +161,19 @@ import Testing
         }
         #expect(BundleOptions.helpText.contains("  --analysis FILE"))
     }
+
+    /// The version stamp's source is written beside its object even when a directory above it
+    /// holds ".o" (mktemp's `/tmp/notes-server-exercise.oFE0mI` once sent it to `.cFE0mI`).
+    @Test func theVersionStampIsCompiledBesideItsObjectWhateverTheDirectoryIsCalled() throws {
+        let directory = NSTemporaryDirectory() + "switchback-bundler.oFE0mI-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let object = directory + "/slot.o-stamp/stamp.o"
+        let flags = try SwiftBuild.stamp(version: "1.0.1", build: "9903e2ed363e", object: object, scratch: directory + "/slot",
+                                         product: "AppCore", toolchain: Toolchain.find())
+        #expect(flags == ["-Xlinker", object])
+        #expect(FileManager.default.fileExists(atPath: object))
+        let source = try String(contentsOfFile: directory + "/slot.o-stamp/stamp.c", encoding: .utf8)
+        #expect(source.contains("switchback_stamped_app_version[] = \"1.0.1\";"))
+        #expect(!FileManager.default.fileExists(atPath: directory.replacingOccurrences(of: ".oFE0mI", with: ".cFE0mI")))
+    }
 }

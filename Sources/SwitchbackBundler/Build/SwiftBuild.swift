@@ -106,7 +106,9 @@ struct SwiftBuild {
         }
         let source = "// Written by switchback-bundle.\nconst char switchback_stamped_app_version[] = \(literal(version));\n"
             + "const char switchback_stamped_app_build[] = \(literal(build));\n"
-        let file = object.replacingOccurrences(of: ".o", with: ".c")
+        // The source sits beside the object: only the object's extension changes (a directory
+        // in the path may hold ".o" too: mktemp's /tmp/x.oFE0mI).
+        let file = (object as NSString).deletingPathExtension + ".c"
         let previous = try? String(contentsOfFile: file, encoding: .utf8)
         if previous != source || !FileManager.default.fileExists(atPath: object) {
             try? FileManager.default.createDirectory(atPath: (object as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
