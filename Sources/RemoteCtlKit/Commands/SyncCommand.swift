@@ -80,8 +80,17 @@ struct SyncCommand: Command {
             : .none
         let options = FetchOptions(deadline: .milliseconds(deadlineMilliseconds ?? settings.deadlineMilliseconds),
                                    allowInsecureHTTP: settings.allowsInsecureHTTP)
-        let result = runBlocking {
-            await SwitchbackRemote.sync(url: url, trust: trust, context: context, conditional: conditional, options: options)
+        // A file:// source is read, not fetched; the verification is the same. `fileVersion` is
+        // the version read, recorded once the outcome is, so that starts and the supervisor
+        // read the file again only when it changes.
+        let result: SyncResult
+        var fileVersion: String?
+        if let path = DirectiveFile.path(ofURL: text) {
+            (result, fileVersion) = Self.readFile(path, url: text, trust: trust, context: context, limit: options.maxBodyBytes)
+        } else {
+            result = runBlocking {
+                await SwitchbackRemote.sync(url: url, trust: trust, context: context, conditional: conditional, options: options)
+            }
         }
 
         // Apply first, then record: if this process dies in between, the next sync finds the
@@ -143,6 +152,8 @@ struct SyncCommand: Command {
         RemoteSchedule.recordAttempt(in: directory, manifest: manifest, failed: applyFailure != nil || !result.isSuccessfulCheck,
                                      consecutiveFailures: store.load().record.consecutiveFailures)
 
+        if let fileVersion { try? DirectiveFile.recordSeen(fileVersion, in: directory) }
+
         if let becameStale, !background { console.error("Warning: \(becameStale.description)") }
         if let applyFailure { throw .failure(applyFailure) }
         guard result.isSuccessfulCheck else { throw .failure(result.description) }
@@ -154,6 +165,27 @@ struct SyncCommand: Command {
             console.out(outcome.changed
                 ? "The next start runs the \(slot.rawValue) slot (\(version))."
                 : "The \(slot.rawValue) slot (\(version)) was already selected; nothing changed.")
+        }
+    }
+
+    /// Reads the directive file at `path` strictly (`DirectiveFile.read`: the checks of any
+    /// file Switchback trusts) and judges it as an HTTP answer would be. Returns the result
+    /// and the version of the file it stands for. A file another user could have written is
+    /// refused (`untrusted_file`), a missing or unreadable one is unreachable (`file_unreadable`).
+    static func readFile(_ path: String, url: String, trust: TrustConfig, context: InstallContext,
+                         limit: Int) -> (SyncResult, String) {
+        func failed(_ outcome: SyncOutcome) -> (SyncResult, String) {
+            (SyncResult(outcome: outcome, url: url, checkedAt: Date(timeIntervalSince1970: context.now.timeIntervalSince1970.rounded(.down)),
+                        conditional: .none), DirectiveFile.fingerprint(of: path))
+        }
+        do {
+            guard let (bytes, version) = try DirectiveFile.read(path, limit: limit) else {
+                return failed(.unreachable(.fileUnreadable, reason: "The directive file \(path) does not exist; the decision stays until a directive is published there."))
+            }
+            return (SwitchbackRemote.judge(directiveBytes: Data(bytes), url: url, trust: trust, context: context), version)
+        } catch {
+            if error.code == .insecurePermissions { return failed(.refused(.untrustedFile, reason: error.message)) }
+            return failed(.unreachable(.fileUnreadable, reason: "\(error.message) The decision stays."))
         }
     }
 

@@ -222,10 +222,14 @@ public enum Launcher {
 
     /// The remote directive (docs/remote.md): by default, when the last check is older than
     /// the interval, start a detached background sync and go on at once (its result counts
-    /// from the next start); with `remote.check_before_start`, run it and wait, bounded.
+    /// from the next start); with `remote.check_before_start`, run it and wait, bounded. A
+    /// directive file is read (by the sync, waited for) only when it changed since the last one judged.
     static func checkRemoteDirective(manifest: Manifest, directory: StateDirectory, bundleRoot: String) {
         guard let trigger = RemoteCheckTrigger(manifest: manifest, directory: directory, bundleRoot: bundleRoot) else { return }
-        if trigger.settings.checksBeforeStart {
+        // A local file: one stat, and the sync (waited for) only when it changed.
+        if let path = trigger.settings.filePath {
+            if let problem = trigger.syncIfFileChanged(path) { printError("launcher: \(problem)") }
+        } else if trigger.settings.checksBeforeStart {
             if let problem = trigger.runBeforeStart() { printError("launcher: \(problem)") }
         } else if let problem = trigger.startInBackgroundIfDue() {
             printError("launcher: \(problem)")

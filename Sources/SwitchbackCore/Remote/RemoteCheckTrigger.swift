@@ -97,24 +97,40 @@ public struct RemoteCheckTrigger: Sendable {
     public func runBeforeStart() -> String? {
         guard isDue() else { return nil }
         touchMarker()
+        return runAndWait()
+    }
+
+    /// A directive from a file (`remote.url=file://...`): when the file differs from the
+    /// version the last sync judged (one `stat` of the file, one `readlink` of the record:
+    /// `DirectiveFile`), runs the sync and waits for it, bounded as `runBeforeStart`, so this
+    /// very start runs what the file says. Unchanged: returns at once, nothing else is read.
+    @discardableResult
+    public func syncIfFileChanged(_ path: String) -> String? {
+        guard DirectiveFile.hasChanged(path, in: directory) else { return nil }
+        return runAndWait()
+    }
+
+    /// Starts `rollbackctl-remote sync --background` as a child of this process, without
+    /// waiting: the supervisor's sync of a changed directive file (it reaps the child itself).
+    /// Returns its pid, or the sentence saying why the program was refused or could not start.
+    public func startSyncChild() -> (pid: pid_t?, problem: String?) {
+        let program: ProgramFile
+        do { program = try openProgram() } catch { return (nil, Self.refusal(error)) }
+        var pid: pid_t = 0
+        let result = spawnSilently(program, ["sync", "--background", "--deadline-ms", String(settings.deadlineMilliseconds)], pid: &pid)
+        return result == 0 ? (pid, nil) : (nil, "cannot start \(programPath): \(errorString(result)).")
+    }
+
+    /// Runs the sync with the before-start deadline and waits for it (killing it if it
+    /// overstays by more than a second).
+    private func runAndWait() -> String? {
         let program: ProgramFile
         do { program = try openProgram() } catch {
             return error.code == .fileNotFound ? nil : Self.refusal(error)
         }
         let deadline = settings.beforeStartDeadlineMilliseconds
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
-        defer { posix_spawn_file_actions_destroy(&actions) }
         var pid: pid_t = 0
-        // Through procfs, the open descriptor's file: never what the name holds by now.
-        let result = withExtendedLifetime(program) {
-            withCArguments(["sync", "--background", "--deadline-ms", String(deadline)]) { argv in
-                posix_spawn(&pid, program.procPath, &actions, nil, argv, environ)
-            }
-        }
+        let result = spawnSilently(program, ["sync", "--background", "--deadline-ms", String(deadline)], pid: &pid)
         guard result == 0 else { return nil }
         let giveUpAt = monotonicNow() + Double(deadline) / 1000 + 1
         var status: Int32 = 0
@@ -129,6 +145,33 @@ public struct RemoteCheckTrigger: Sendable {
             var pause = timespec(tv_sec: 0, tv_nsec: 2_000_000)
             nanosleep(&pause, nil)
         }
+    }
+
+    /// `posix_spawn` of the checked program through procfs (the open descriptor's file, never
+    /// what the name holds by now), its standard streams on /dev/null.
+    private func spawnSilently(_ program: ProgramFile, _ arguments: [String], pid: inout pid_t) -> Int32 {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        // The supervisor blocks the signals it reads through its signalfd: not the sync's.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK))
+        var spawned: pid_t = 0
+        let result = withExtendedLifetime(program) {
+            withCArguments(arguments) { argv in
+                posix_spawn(&spawned, program.procPath, &actions, &attributes, argv, environ)
+            }
+        }
+        pid = spawned
+        return result
     }
 
     /// Calls `body` with a NULL-terminated argv: the program, `--state-dir`, `--bundle`, then `arguments`.

@@ -56,6 +56,12 @@ public struct RemoteSettings: Sendable, Equatable {
         beforeStartDeadlineMilliseconds = max(1, manifest.milliseconds("remote.before_start_deadline_ms", default: 1000))
     }
 
+    /// The local file the directive is read from, when `remote.url` is a `file://` URL
+    /// (`file:///etc/app/directive.json`): no fetch, no schedule; a start reads it when it
+    /// changed, the supervisor when inotify says its directory changed (docs/remote.md,
+    /// "Directives from a file").
+    public var filePath: String? { url.flatMap(DirectiveFile.path(ofURL:)) }
+
     /// The PEM text of each trusted key, as libcrypto reads it.
     public var keyPEMs: [String] {
         keys.map { body in

@@ -44,11 +44,17 @@ extension Supervisor {
         if inotify_add_watch(inotifyFD, directory.path, mask) < 0 {
             close(inotifyFD)
             inotifyFD = -1
+            return
         }
+        watchDirectiveFile()
     }
 
     func drainInotify() {
         var buffer = [UInt8](repeating: 0, count: 4096)
-        while buffer.withUnsafeMutableBytes({ read(inotifyFD, $0.baseAddress, $0.count) }) > 0 {}
+        while true {
+            let count = buffer.withUnsafeMutableBytes({ read(inotifyFD, $0.baseAddress, $0.count) })
+            guard count > 0 else { return }
+            if directiveWatch >= 0 { noticeDirectoryEvents(buffer[0..<count]) }
+        }
     }
 }

@@ -79,6 +79,17 @@ public final class Supervisor {
     var analyzer: Analyzer?
     /// The bake-window override as last read.
     var overrideSeen: FileFingerprint?
+    /// The directive file (`remote.url=file://...`), watched through `inotifyFD`; see
+    /// Supervisor+DirectiveFile.swift.
+    let directiveFile: String?
+    /// The inotify watch of the directive file's directory, -1 while there is none.
+    var directiveWatch: Int32 = -1
+    /// Whether something changed in that directory since the file was last compared.
+    var directiveDirty = true
+    /// The sync of the directive file under way, and the version it was started for.
+    var directiveSync: (pid: pid_t, version: String)?
+    /// The last version a sync was started for: never started twice for the same one.
+    var directiveTried: String?
 
     init(manifest: Manifest, directory: StateDirectory, trusted: Bool) {
         self.manifest = manifest
@@ -88,6 +99,7 @@ public final class Supervisor {
         remoteCheck = trusted ? Launcher.bundleRoot().flatMap {
             RemoteCheckTrigger(manifest: manifest, directory: directory, bundleRoot: $0)
         } : nil
+        directiveFile = remoteCheck?.settings.filePath
         if let problem = SupervisorSettings.problem(in: manifest) { Launcher.fail(problem) }
         if let problem = Analyzer.problem(in: manifest) { Launcher.fail(problem) }
         systemd = SystemdLink.take()
@@ -294,6 +306,10 @@ public final class Supervisor {
                 analyzerExited(status: status)
                 continue
             }
+            if directiveSync?.pid == pid {
+                directiveSyncExited()
+                continue
+            }
             // Its last report first: the slot it ran is in it.
             if let fd = reportFDs[pid] {
                 readReport(from: fd)
@@ -330,7 +346,13 @@ public final class Supervisor {
         // the marker's due time comes (RemoteSchedule: the interval with jitter, a backoff after
         // failures, a random wait before a first or overdue check, slept by the detached sync so
         // this loop never waits); an applied directive changes the state file, which the next lines see.
-        if let problem = remoteCheck?.startInBackgroundIfDue() { Launcher.printError("launcher: supervisor: \(problem)") }
+        // A directive file instead: read at once when inotify says its directory changed
+        // and one stat says the file did (Supervisor+DirectiveFile.swift).
+        if directiveFile != nil {
+            noticeDirectiveFile()
+        } else if let problem = remoteCheck?.startInBackgroundIfDue() {
+            Launcher.printError("launcher: supervisor: \(problem)")
+        }
         if hasAnalysis {
             noticeBakeWindow()
             consumeProbationRequest()

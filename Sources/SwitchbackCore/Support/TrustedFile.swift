@@ -16,11 +16,16 @@ public enum TrustedFile {
     /// Returns nil when it does not exist. Throws `.insecurePermissions` with one sentence
     /// naming the file (as `what`, "private key") and why, or the failure of a system call.
     public static func read(_ path: String, what: String, limit: Int = 1 << 20) throws(SwitchbackError) -> [UInt8]? {
+        var info = stat()
+        return try read(path, what: what, limit: limit, status: &info)
+    }
+
+    /// `read`, setting `status` to the `fstat` of the descriptor read (the version read).
+    public static func read(_ path: String, what: String, limit: Int, status info: inout stat) throws(SwitchbackError) -> [UInt8]? {
         let absolute = path.utf8.first == 0x2F ? path : workingDirectory() + "/" + path
         guard let resolved = try StrictModes.resolve(absolute, what: what),
               let fd = try StrictModes.openNoFollow(resolved, what: what, flags: O_RDONLY | O_NONBLOCK) else { return nil }
         defer { close(fd) }
-        var info = stat()
         if fstat(fd, &info) != 0 { throw .system("Inspecting", path: resolved, errno: errno) }
         guard FileMode.type(info) == FileMode.regular else {
             throw SwitchbackError(.insecurePermissions, "The \(what) \(resolved) is not a regular file; refusing to read it: give a regular file.", path: resolved)

@@ -28,4 +28,7 @@ public enum RefusalCode: String, Sendable, Equatable, Hashable, Codable, CaseIte
     case expired = "expired"
     /// The directive's `issued_at` is more than the allowed clock skew in the future.
     case notYetValid = "not_yet_valid"
+    /// A directive file (`file://`) that another user could have written or replaced: the
+    /// file, a directory on its way or a link is owned by another user or writable by others.
+    case untrustedFile = "untrusted_file"
 }

@@ -52,3 +52,14 @@ public func sync(
                           authentic: authentic.map(AuthenticDirective.init))
     }
 }
+
+/// Verifies a directive read from a local file (`file:///etc/app/directive.json`): the same
+/// evaluator, in the same order, as an HTTP answer (``DirectiveEvaluator``); only the fetch
+/// differs, and the caller did it (reading the file strictly). Nothing is conditional: the
+/// caller reads the file only when it changed. `url` names the file in the result.
+public func judge(directiveBytes body: Data, url: String, trust: TrustConfig, context: InstallContext) -> SyncResult {
+    let checkedAt = Date(timeIntervalSince1970: context.now.timeIntervalSince1970.rounded(.down))
+    let (outcome, authentic) = DirectiveEvaluator.judge(body, trust: trust, context: context)
+    return SyncResult(outcome: outcome, url: url, checkedAt: checkedAt, conditional: .none,
+                      authentic: authentic.map(AuthenticDirective.init))
+}

@@ -12,4 +12,7 @@ public enum UnreachableCode: String, Sendable, Equatable, Hashable, Codable, Cas
     case tooManyRedirects = "too_many_redirects"
     /// The calling task was cancelled.
     case cancelled = "cancelled"
+    /// The directive file (`file://`) does not exist (nothing published there yet), or could
+    /// not be read.
+    case fileUnreadable = "file_unreadable"
 }
