@@ -176,10 +176,10 @@ struct SyncCommand: Command {
                          limit: Int) -> (SyncResult, String) {
         func failed(_ outcome: SyncOutcome) -> (SyncResult, String) {
             (SyncResult(outcome: outcome, url: url, checkedAt: Date(timeIntervalSince1970: context.now.timeIntervalSince1970.rounded(.down)),
-                        conditional: .none), DirectiveFile.fingerprint(of: path))
+                        conditional: .none), DirectiveFile.fingerprint(of: path, for: context.currentVersion))
         }
         do {
-            guard let (bytes, version) = try DirectiveFile.read(path, limit: limit) else {
+            guard let (bytes, version) = try DirectiveFile.read(path, for: context.currentVersion, limit: limit) else {
                 return failed(.unreachable(.fileUnreadable, reason: "The directive file \(path) does not exist; the decision stays until a directive is published there."))
             }
             return (SwitchbackRemote.judge(directiveBytes: Data(bytes), url: url, trust: trust, context: context), version)

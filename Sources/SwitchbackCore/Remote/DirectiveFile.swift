@@ -25,22 +25,24 @@ public enum DirectiveFile {
     /// The record's name in the state directory.
     public static func recordPath(in directory: StateDirectory) -> String { directory.path + "/remote.file" }
 
-    /// The version of the file at `path`, following its links: one `stat(2)`. "missing" when
-    /// it does not exist, "error N" when it cannot be examined.
-    public static func fingerprint(of path: String) -> String {
+    /// The version of the file at `path`, following its links (one `stat(2)`), as judged for
+    /// the current build `currentVersion`: "missing" when it does not exist, "error N" when
+    /// it cannot be examined.
+    public static func fingerprint(of path: String, for currentVersion: String) -> String {
         var info = stat()
         if stat(path, &info) != 0 {
             let error = errno
-            return error == ENOENT || error == ENOTDIR ? "missing" : "error \(error)"
+            return (error == ENOENT || error == ENOTDIR ? "missing" : "error \(error)") + " for " + currentVersion
         }
-        return fingerprint(info)
+        return fingerprint(info, for: currentVersion)
     }
 
     /// The version `info` (of an opened file) stands for: device, inode, size, and the
-    /// modification and change times to the nanosecond. The kubelet's update makes a new
-    /// inode; a rewrite in place moves the times.
-    public static func fingerprint(_ info: stat) -> String {
-        "v1 \(info.st_dev) \(info.st_ino) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) \(info.st_ctim.tv_sec).\(info.st_ctim.tv_nsec)"
+    /// modification and change times to the nanosecond (the kubelet's update makes a new
+    /// inode; a rewrite in place moves the times), and the current build's version it was
+    /// judged for (after an upgrade the same file is judged again, as over HTTP).
+    public static func fingerprint(_ info: stat, for currentVersion: String) -> String {
+        "v1 \(info.st_dev) \(info.st_ino) \(info.st_size) \(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec) \(info.st_ctim.tv_sec).\(info.st_ctim.tv_nsec) for \(currentVersion)"
     }
 
     /// The version the last sync judged, nil when none did: one `readlink(2)`.
@@ -52,8 +54,8 @@ public enum DirectiveFile {
     }
 
     /// Whether the file differs from the version the last sync judged (or none did).
-    public static func hasChanged(_ path: String, in directory: StateDirectory) -> Bool {
-        fingerprint(of: path) != seen(in: directory)
+    public static func hasChanged(_ path: String, for currentVersion: String, in directory: StateDirectory) -> Bool {
+        fingerprint(of: path, for: currentVersion) != seen(in: directory)
     }
 
     /// Records `fingerprint` as the version judged: a link `remote.file.tmp-PID` made in the
@@ -81,9 +83,9 @@ public enum DirectiveFile {
     /// `..2026_11_26_04_00_00.123456789`) owned by this user or root and followed one at a
     /// time, the file opened with `O_NOFOLLOW` and checked through its descriptor. Returns the
     /// bytes and the version read (`fingerprint` of that descriptor), nil when it does not exist.
-    public static func read(_ path: String, limit: Int) throws(SwitchbackError) -> (bytes: [UInt8], fingerprint: String)? {
+    public static func read(_ path: String, for currentVersion: String, limit: Int) throws(SwitchbackError) -> (bytes: [UInt8], fingerprint: String)? {
         var info = stat()
         guard let bytes = try TrustedFile.read(path, what: "directive file", limit: limit, status: &info) else { return nil }
-        return (bytes, fingerprint(info))
+        return (bytes, fingerprint(info, for: currentVersion))
     }
 }

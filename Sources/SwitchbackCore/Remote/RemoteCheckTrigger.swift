@@ -17,6 +17,8 @@ public struct RemoteCheckTrigger: Sendable {
     let settings: RemoteSettings
     let directory: StateDirectory
     let bundleRoot: String
+    /// The current slot's version: a directive file is judged again after an upgrade.
+    let currentVersion: String
 
     /// Nil when the manifest names no directive URL.
     public init?(manifest: Manifest, directory: StateDirectory, bundleRoot: String) {
@@ -24,6 +26,7 @@ public struct RemoteCheckTrigger: Sendable {
         self.settings = manifest.remote
         self.directory = directory
         self.bundleRoot = bundleRoot
+        currentVersion = manifest.current.version
     }
 
     /// The marker whose mtime is the next check's due time.
@@ -106,7 +109,7 @@ public struct RemoteCheckTrigger: Sendable {
     /// very start runs what the file says. Unchanged: returns at once, nothing else is read.
     @discardableResult
     public func syncIfFileChanged(_ path: String) -> String? {
-        guard DirectiveFile.hasChanged(path, in: directory) else { return nil }
+        guard DirectiveFile.hasChanged(path, for: currentVersion, in: directory) else { return nil }
         return runAndWait()
     }
 

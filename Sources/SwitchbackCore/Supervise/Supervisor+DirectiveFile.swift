@@ -51,7 +51,7 @@ extension Supervisor {
         if directiveWatch < 0 { watchDirectiveFile() }
         guard directiveDirty, directiveSync == nil else { return }
         directiveDirty = false
-        let version = DirectiveFile.fingerprint(of: path)
+        let version = DirectiveFile.fingerprint(of: path, for: trigger.currentVersion)
         guard version != DirectiveFile.seen(in: directory), version != directiveTried else { return }
         directiveTried = version
         let (pid, problem) = trigger.startSyncChild()

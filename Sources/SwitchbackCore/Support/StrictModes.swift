@@ -48,6 +48,10 @@ public enum StrictModes {
     static func checkSharedWrite(_ info: stat, path: String, what: String, user: uid_t, group: gid_t,
                                  accounts: () throws(SwitchbackError) -> Accounts) throws(SwitchbackError) {
         let mode = info.st_mode & 0o7777
+        // On a read-only mount no one writes, whatever the mode says; only root could mount it
+        // again writable. A Kubernetes ConfigMap volume is such a mount (a directive file,
+        // docs/remote.md), and its directory may well be 0777.
+        if isOnReadOnlyMount(path) { return }
         if mode & FileMode.worldWrite != 0 {
             throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is writable by other users (owner uid \(info.st_uid), mode \(String(mode, radix: 8))); refusing to trust it: run 'chmod go-w \(path)'.", path: path)
         }
@@ -63,6 +67,12 @@ public enum StrictModes {
             ? ", or give group \(info.st_gid) to this user alone"
             : ", or run this program with group \(info.st_gid) as its group (in Kubernetes: runAsGroup equal to fsGroup)"
         throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is writable by its group (\(found)), and \(why); refusing to trust it: run 'chmod g-w \(path)'\(alternative).", path: path)
+    }
+
+    /// Whether `path` is on a file system mounted read-only (`statvfs(3)`'s `ST_RDONLY`).
+    static func isOnReadOnlyMount(_ path: String) -> Bool {
+        var info = statvfs()
+        return statvfs(path, &info) == 0 && info.f_flag & UInt(ST_RDONLY) != 0
     }
 
     /// Walks `path` (absolute) from `/` and returns it with every symbolic link resolved.
