@@ -124,13 +124,15 @@ import Testing
         for (arguments, message) in [(["--first-release", "--previous-from", "x"], "--first-release and --previous-from contradict each other: a first release has no previous release."),
                                      (["--supervise=yes"], "--supervise takes no value."),
                                      (["--out"], "--out needs a value (DIR)."),
-                                     (["--metrics-dir", "relative"], "--metrics-dir needs an absolute directory, such as /var/lib/prometheus/node-exporter.")] {
+                                     (["--metrics-dir", "relative"], "--metrics-dir needs an absolute directory, such as /var/lib/prometheus/node-exporter."),
+                                     (["--directive-url", "file://etc/app/directive.json"], "--directive-url needs an absolute path in a file URL, such as file:///etc/app/directive.json, not 'file://etc/app/directive.json'.")] {
             do { _ = try BundleOptions.parse(arguments); Issue.record("\(arguments) parsed") } catch {
                 #expect(error.code == .usage && error.exitCode == 64)
                 #expect(error.message == message)
             }
         }
         #expect(BundleOptions.helpText.contains("  --tarball FILE"))
+        #expect(try BundleOptions.parse(["--directive-url", "file:///etc/app/directive.json"]).settings.map { "\($0.0)=\($0.1)" } == ["remote.url=file:///etc/app/directive.json"])
     }
 
     @Test func bakeWindowAndAnalysisFileBecomeAnalysisSettingsTheLastWinning() throws {

@@ -73,7 +73,13 @@ public struct BundleOptions: Sendable {
             }
             options.settings.append(("supervise.ready", value))
         },
-        Option(name: "--directive-url", argument: "URL", help: "where installs fetch signed directives (docs/remote.md)") { $0.settings.append(("remote.url", $1)) },
+        Option(name: "--directive-url", argument: "URL", help: "where installs fetch signed directives, or file:///PATH to read them from a local file (docs/remote.md)") { (options, value) throws(BundlerError) in
+            // A file is read by path: file:///etc/app/directive.json (or file://localhost/...).
+            if value.lowercased().hasPrefix("file:"), !(value.hasPrefix("file:///") || value.hasPrefix("file://localhost/")) {
+                throw BundlerError(.usage, "--directive-url needs an absolute path in a file URL, such as file:///etc/app/directive.json, not '\(value)'.")
+            }
+            options.settings.append(("remote.url", value))
+        },
         Option(name: "--trust-key", argument: "FILE", help: "a public key directives must be signed with (repeatable)") { $0.trustKeys.append($1) },
         Option(name: "--check-interval", argument: "S", help: "seconds between directive checks") { (options, value) throws(BundlerError) in
             options.settings.append(("remote.interval_s", try number("--check-interval", value)))
@@ -84,7 +90,7 @@ public struct BundleOptions: Sendable {
         Option(name: "--retry-floor", argument: "S", help: "the shortest wait before a failed check is retried (default 30)") { (options, value) throws(BundlerError) in
             options.settings.append(("remote.retry_floor_s", try number("--retry-floor", value)))
         },
-        Option(name: "--allow-insecure-http", help: "accept directives over plain http") { options, _ in options.settings.append(("remote.allow_insecure_http", "true")) },
+        Option(name: "--allow-insecure-http", help: "accept directives over plain http (not needed for a file:// URL)") { options, _ in options.settings.append(("remote.allow_insecure_http", "true")) },
         Option(name: "--check-before-start", help: "check for a directive before the app starts") { options, _ in options.settings.append(("remote.check_before_start", "true")) },
         Option(name: "--metrics-dir", argument: "DIR", help: "write the install's metrics for node_exporter's textfile collector into DIR") { (options, value) throws(BundlerError) in
             guard value.hasPrefix("/"), !value.contains("\n") else {
