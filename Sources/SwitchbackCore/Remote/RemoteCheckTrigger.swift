@@ -113,14 +113,16 @@ public struct RemoteCheckTrigger: Sendable {
         return runAndWait()
     }
 
-    /// Starts `rollbackctl-remote sync --background` as a child of this process, without
-    /// waiting: the supervisor's sync of a changed directive file (it reaps the child itself).
-    /// Returns its pid, or the sentence saying why the program was refused or could not start.
+    /// Starts `rollbackctl-remote sync` as a child of this process, without waiting: the
+    /// supervisor's sync of a changed directive file (it reaps the child itself). Not
+    /// `--background`: it waits for the sync lock instead of leaving at once when another sync
+    /// holds it, so no version of the file goes unjudged. Returns its pid, or the sentence
+    /// saying why the program was refused or could not start.
     public func startSyncChild() -> (pid: pid_t?, problem: String?) {
         let program: ProgramFile
         do { program = try openProgram() } catch { return (nil, Self.refusal(error)) }
         var pid: pid_t = 0
-        let result = spawnSilently(program, ["sync", "--background", "--deadline-ms", String(settings.deadlineMilliseconds)], pid: &pid)
+        let result = spawnSilently(program, ["sync", "--deadline-ms", String(settings.deadlineMilliseconds)], pid: &pid)
         return result == 0 ? (pid, nil) : (nil, "cannot start \(programPath): \(errorString(result)).")
     }
 
