@@ -209,6 +209,20 @@ import Glibc
         #expect(server.requestTimes().isEmpty, "still waiting, nothing fetched yet")
     }
 
+    /// The window's end the launcher passes to a first check's sync is checked like any other
+    /// option: a bad one is a usage error (64), and the sync fetches nothing.
+    @Test func aBadFirstCheckWindowEndIsAUsageError() throws {
+        let t = try TestBundle()
+        let usage = try t.rollbackctl("sync", "--first-check-window-end", "soon")
+        #expect(usage.status == 64)
+        #expect(usage.stderr.hasPrefix("Error: '--first-check-window-end' must be a time in milliseconds since the epoch, not 'soon'.\n"), "\(usage)")
+        #expect(usage.stderr.hasSuffix("See 'rollbackctl sync --help' for help.\n"), "\(usage)")
+        let negative = try t.rollbackctl("sync", "--first-check-window-end", "-5")
+        #expect(negative.status == 64, "\(negative)")
+        let help = try t.rollbackctl("sync", "--help")
+        #expect(help.status == 0 && help.stdout.contains("--first-check-window-end MS"), "\(help)")
+    }
+
     @Test(arguments: [
         (["--check-splay", "soon"], "Error: --check-splay needs a whole number, not 'soon'."),
         (["--first-check", "-1"], "Error: --first-check needs a whole number, not '-1'."),
