@@ -213,14 +213,14 @@ import Glibc
     /// option: a bad one is a usage error (64), and the sync fetches nothing.
     @Test func aBadFirstCheckWindowEndIsAUsageError() throws {
         let t = try TestBundle()
-        let usage = try t.rollbackctl("sync", "--first-check-window-end", "soon")
+        let usage = try t.rollbackctl("sync", "--window-end", "soon")
         #expect(usage.status == 64)
-        #expect(usage.stderr.hasPrefix("Error: '--first-check-window-end' must be a time in milliseconds since the epoch, not 'soon'.\n"), "\(usage)")
+        #expect(usage.stderr.hasPrefix("Error: '--window-end' must be a time in milliseconds since the epoch, not 'soon'.\n"), "\(usage)")
         #expect(usage.stderr.hasSuffix("See 'rollbackctl sync --help' for help.\n"), "\(usage)")
-        let negative = try t.rollbackctl("sync", "--first-check-window-end", "-5")
+        let negative = try t.rollbackctl("sync", "--window-end", "-5")
         #expect(negative.status == 64, "\(negative)")
         let help = try t.rollbackctl("sync", "--help")
-        #expect(help.status == 0 && help.stdout.contains("--first-check-window-end MS"), "\(help)")
+        #expect(help.status == 0 && help.stdout.contains("--window-end MS"), "\(help)")
     }
 
     @Test(arguments: [

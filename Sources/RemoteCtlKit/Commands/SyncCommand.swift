@@ -37,9 +37,9 @@ struct SyncCommand: Command {
         } else {
             deadlineMilliseconds = nil
         }
-        if let text = parsed.options["--first-check-window-end"] {
+        if let text = parsed.options["--window-end"] {
             guard let value = Int64(text), value >= 0 else {
-                throw .usage("'--first-check-window-end' must be a time in milliseconds since the epoch, not '\(text)'.", subcommand: "sync")
+                throw .usage("'--window-end' must be a time in milliseconds since the epoch, not '\(text)'.", subcommand: "sync")
             }
             firstCheckWindowEnd = value
         } else {
