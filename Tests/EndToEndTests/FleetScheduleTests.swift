@@ -55,6 +55,73 @@ import Glibc
         }
     }
 
+    /// Issue 28.2: a new install does not wait out the hour's splay. Ten installs, each with
+    /// its own state directory and the default schedule (interval and splay an hour, first
+    /// check within 30 s), started after the rollback was published: each fetches within its
+    /// 30-second window (plus the sync's own start on a loaded machine) and applies it; the
+    /// next start runs the previous slot. The check after the first is drawn from the
+    /// window's end over the interval: due between the window's end and an interval after it.
+    @Test func anInstallStartedAfterAPublishAppliesItWithinThirtySeconds() throws {
+        let fleet = try RemoteDirectiveTests.Fleet()
+        let t = fleet.t
+        try Self.removeManifestSetting(t, "remote.splay_s")  // Fleet turns it off; the defaults here
+        let server = try NginxServer(root: fleet.www, logRequests: true)
+        defer { server.stop() }
+        try t.setManifestSetting("remote.url", server.url("/directive.json"))
+        try fleet.publish("previous", serial: 1)
+        let manifest = try String(contentsOfFile: t.bundle + "/manifest", encoding: .utf8)
+        #expect(!manifest.contains("remote.splay_s=") && !manifest.contains("remote.first_check_s=")
+                && !manifest.contains("remote.interval_s="), "default settings")
+
+        let count = 10
+        let script = """
+        for i in $(seq 1 \(count)); do
+          SWITCHBACK_STATE_DIR="\(t.directory)/installs/$i" "\(t.bundle)/bin/launcher" version >/dev/null 2>&1 &
+        done
+        wait
+        """
+        let started = Date()
+        let run = try runProcess("/bin/bash", ["-c", script])
+        #expect(run.status == 0, "\(run)")
+        var applied: [Int: Double] = [:]
+        func isApplied(_ i: Int) -> Bool {
+            let state = (try? String(contentsOfFile: "\(t.directory)/installs/\(i)/state", encoding: .utf8)) ?? ""
+            return state.split(separator: "\n").contains("rollback=true")
+        }
+        // 30 s of window, and as much again for the syncs' own start on two shared cores.
+        _ = waitUntil(seconds: 60) {
+            for i in 1...count where applied[i] == nil && isApplied(i) { applied[i] = Date().timeIntervalSince(started) }
+            return applied.count == count
+        }
+        let requests = server.requestTimes().map { $0 - started.timeIntervalSince1970 }
+        print("FleetScheduleTests: \(applied.count) of \(count) installs applied the rollback after "
+              + applied.values.sorted().map { String(format: "%.1f", $0) }.joined(separator: ", ") + " s; requests at "
+              + requests.map { String(format: "%.1f", $0) }.joined(separator: ", ") + " s")
+        #expect(applied.count == count, "installs that applied it: \(applied.keys.sorted())")
+        #expect(requests.count == count, "one check per install")
+        // The wait itself is at most 30 s; the rest is the sync starting on a loaded machine.
+        #expect(requests.allSatisfy { $0 <= 45 }, "every first check within its window: \(requests)")
+        for i in 1...count {
+            let remote = (try? String(contentsOfFile: "\(t.directory)/installs/\(i)/remote", encoding: .utf8)) ?? ""
+            #expect(remote.contains("accepted_serial=1\n"), "install \(i): \(remote)")
+            // The next check: after the window's end, at most an interval after it.
+            let marker = "\(t.directory)/installs/\(i)/remote.attempt"
+            let due = try FileManager.default.attributesOfItem(atPath: marker)[.modificationDate] as? Date ?? .distantPast
+            let after = due.timeIntervalSince(started)
+            #expect(after >= 29 && after <= 3600 + 60, "install \(i)'s next check is due \(after) s after the start")
+        }
+        // The next start runs the previous slot.
+        let next = try t.run(t.bundle + "/bin/launcher", [], environment: ["SWITCHBACK_STATE_DIR": t.directory + "/installs/1"])
+        #expect(next.stdout.hasPrefix(t.greeting(.previous)), "\(next)")
+    }
+
+    /// Removes `key` from the test bundle's manifest, so that its default applies.
+    static func removeManifestSetting(_ t: TestBundle, _ key: String) throws {
+        let path = t.bundle + "/manifest"
+        let lines = try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").filter { !$0.hasPrefix(key + "=") }
+        try (lines.joined(separator: "\n") + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
     @Test func aFailedCheckIsRetriedAfterTheFloorNotAfterTheInterval() throws {
         let fleet = try RemoteDirectiveTests.Fleet()
         let t = fleet.t
@@ -112,8 +179,10 @@ import Glibc
         let server = try RequestLogServer(status: 404, directory: t.directory)
         defer { server.stop() }
         try t.setManifestSetting("remote.url", server.url("/directive.json"))
-        // A splay of about three years: the first check surely waits (Fleet turns it off).
+        // A first check's window of about three years: the first check surely waits (Fleet
+        // turns the splay off, and the window is capped by it).
         try t.setManifestSetting("remote.splay_s", "100000000")
+        try t.setManifestSetting("remote.first_check_s", "100000000")
         // The start's descriptor 3 is a pipe to `cat`, which ends only when every writer has
         // closed it: a sync waiting its splay must not be one of them.
         let started = Date()
@@ -140,8 +209,23 @@ import Glibc
         #expect(server.requestTimes().isEmpty, "still waiting, nothing fetched yet")
     }
 
+    /// The window's end the launcher passes to a first check's sync is checked like any other
+    /// option: a bad one is a usage error (64), and the sync fetches nothing.
+    @Test func aBadFirstCheckWindowEndIsAUsageError() throws {
+        let t = try TestBundle()
+        let usage = try t.rollbackctl("sync", "--window-end", "soon")
+        #expect(usage.status == 64)
+        #expect(usage.stderr.hasPrefix("Error: '--window-end' must be a time in milliseconds since the epoch, not 'soon'.\n"), "\(usage)")
+        #expect(usage.stderr.hasSuffix("See 'rollbackctl sync --help' for help.\n"), "\(usage)")
+        let negative = try t.rollbackctl("sync", "--window-end", "-5")
+        #expect(negative.status == 64, "\(negative)")
+        let help = try t.rollbackctl("sync", "--help")
+        #expect(help.status == 0 && help.stdout.contains("--window-end MS"), "\(help)")
+    }
+
     @Test(arguments: [
         (["--check-splay", "soon"], "Error: --check-splay needs a whole number, not 'soon'."),
+        (["--first-check", "-1"], "Error: --first-check needs a whole number, not '-1'."),
         (["--retry-floor", "-3"], "Error: --retry-floor needs a whole number, not '-3'."),
         (["--metrics-dir", "textfile"], "Error: --metrics-dir needs an absolute directory, such as /var/lib/prometheus/node-exporter."),
         (["--metrics-dir"], "Error: --metrics-dir needs a value (DIR)."),

@@ -77,7 +77,7 @@ struct StartPathHelperTests {
         }
         // Every numeric setting docs/fuzzing.md names is range-checked, each with its own range.
         let durations = ["remote.interval_s", "remote.deadline_ms", "remote.before_start_deadline_ms", "remote.max_staleness_s",
-                         "remote.retry_floor_s", "remote.splay_s", "supervise.grace_ms", "supervise.backoff_initial_ms",
+                         "remote.retry_floor_s", "remote.splay_s", "remote.first_check_s", "supervise.grace_ms", "supervise.backoff_initial_ms",
                          "supervise.backoff_max_ms", "supervise.backoff_reset_after_ms", "supervise.crash_window_ms",
                          "supervise.poll_ms", "supervise.start_deadline_ms", "supervise.min_ready_ms", "supervise.watchdog_ms",
                          "supervise.probe_interval_ms", "supervise.drain_ms"]

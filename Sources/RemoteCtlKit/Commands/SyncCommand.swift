@@ -22,6 +22,8 @@ struct SyncCommand: Command {
     let url: String?
     let deadlineMilliseconds: Int?
     let background: Bool
+    /// Set by the launcher for a first check: the end of its window (RemoteSchedule).
+    let firstCheckWindowEnd: Int64?
 
     init(_ parsed: ParsedArguments, _ context: CommandContext) throws(CommandError) {
         workspace = try context.workspace()
@@ -34,6 +36,14 @@ struct SyncCommand: Command {
             deadlineMilliseconds = value
         } else {
             deadlineMilliseconds = nil
+        }
+        if let text = parsed.options["--window-end"] {
+            guard let value = Int64(text), value >= 0 else {
+                throw .usage("'--window-end' must be a time in milliseconds since the epoch, not '\(text)'.", subcommand: "sync")
+            }
+            firstCheckWindowEnd = value
+        } else {
+            firstCheckWindowEnd = nil
         }
         if let url, URL(string: url)?.scheme == nil {
             throw .usage("'\(url)' is not a URL (such as https://example.com/directive.json).", subcommand: "sync")
@@ -150,7 +160,8 @@ struct SyncCommand: Command {
         }
         // The next check's due time (docs/remote.md, "Scheduling") and the exported metrics.
         RemoteSchedule.recordAttempt(in: directory, manifest: manifest, failed: applyFailure != nil || !result.isSuccessfulCheck,
-                                     consecutiveFailures: store.load().record.consecutiveFailures)
+                                     consecutiveFailures: store.load().record.consecutiveFailures,
+                                     firstCheckWindowEnd: firstCheckWindowEnd)
 
         if let fileVersion { try? DirectiveFile.recordSeen(fileVersion, in: directory) }
 

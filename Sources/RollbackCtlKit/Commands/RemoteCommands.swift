@@ -22,6 +22,11 @@ extension CommandConfiguration {
                 Print nothing, and exit at once if another sync is running
                 (how the launcher starts it).
                 """),
+            .init("--window-end", .value("MS"), help: """
+                This is a first check, made in a window that ends at MS
+                (milliseconds since the epoch): after a success the next check
+                is drawn from the window's end (how the launcher starts it).
+                """),
         ],
         sections: [("EXIT STATUS", "0 applied, unchanged or not applicable; 1 refused, unreachable or not configured.")],
         isRemote: true)

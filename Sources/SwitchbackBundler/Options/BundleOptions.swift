@@ -84,8 +84,11 @@ public struct BundleOptions: Sendable {
         Option(name: "--check-interval", argument: "S", help: "seconds between directive checks") { (options, value) throws(BundlerError) in
             options.settings.append(("remote.interval_s", try number("--check-interval", value)))
         },
-        Option(name: "--check-splay", argument: "S", help: "the longest random wait before a first or long-overdue check") { (options, value) throws(BundlerError) in
+        Option(name: "--check-splay", argument: "S", help: "how overdue a check must be to count as a first one; caps --first-check (default: the interval)") { (options, value) throws(BundlerError) in
             options.settings.append(("remote.splay_s", try number("--check-splay", value)))
+        },
+        Option(name: "--first-check", argument: "S", help: "the longest random wait before a new or restarted install's first check (default 30)") { (options, value) throws(BundlerError) in
+            options.settings.append(("remote.first_check_s", try number("--first-check", value)))
         },
         Option(name: "--retry-floor", argument: "S", help: "the shortest wait before a failed check is retried (default 30)") { (options, value) throws(BundlerError) in
             options.settings.append(("remote.retry_floor_s", try number("--retry-floor", value)))

@@ -213,6 +213,7 @@ public struct Manifest: Sendable, Equatable {
         if matches(key, "remote.interval_s") || matches(key, "remote.deadline_ms")
             || matches(key, "remote.before_start_deadline_ms") || matches(key, "remote.max_staleness_s")
             || matches(key, "remote.retry_floor_s") || matches(key, "remote.splay_s")
+            || matches(key, "remote.first_check_s")
             || matches(key, "supervise.grace_ms") || matches(key, "supervise.backoff_initial_ms")
             || matches(key, "supervise.backoff_max_ms") || matches(key, "supervise.backoff_reset_after_ms")
             || matches(key, "supervise.crash_window_ms") || matches(key, "supervise.poll_ms")

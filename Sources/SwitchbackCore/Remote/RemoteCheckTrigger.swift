@@ -70,21 +70,27 @@ public struct RemoteCheckTrigger: Sendable {
     }
 
     /// When due: claims the marker and starts `rollbackctl-remote sync --background` detached
-    /// (it exits at once if another sync holds the sync lock), after the splay's random wait
-    /// when the check is a first one or long overdue. Never waits for the network. The program
-    /// is checked (`ProgramFile`) and run from the descriptor that was checked. Returns a
-    /// sentence when the sync could not be started, or the program was refused.
+    /// (it exits at once if another sync holds the sync lock), after the first check's random
+    /// wait when the check is a first one or long overdue (then with
+    /// `--window-end`, so that the sync draws the next due time from the window's
+    /// end). Never waits for the network. The program is checked (`ProgramFile`) and run from
+    /// the descriptor that was checked. Returns a sentence when the sync could not be started,
+    /// or the program was refused.
     @discardableResult
     public func startInBackgroundIfDue() -> String? {
-        let due = due()
+        let now = RemoteSchedule.nowMilliseconds()
+        let due = due(now: now)
         guard due != .notDue else { return nil }
+        let first = RemoteSchedule.isFirstCheck(due, settings: settings)
         let delay = RemoteSchedule.startDelay(due, settings: settings, unit: RemoteSchedule.randomUnit())
         guard Self.touchMarker(in: directory, extraMilliseconds: delay) else { return nil }
         let program: ProgramFile
         do { program = try openProgram() } catch { return Self.refusal(error) }
+        let arguments = first ? ["sync", "--background", "--window-end", String(now + RemoteSchedule.firstCheckWindow(settings))]
+            : ["sync", "--background"]
         // Open until the fork has it: the detached process runs this descriptor's file.
         let result = withExtendedLifetime(program) {
-            withCArguments(["sync", "--background"]) { argv in
+            withCArguments(arguments) { argv in
                 switchback_spawn_detached_after(Int(delay), program.descriptor, argv, environ)
             }
         }

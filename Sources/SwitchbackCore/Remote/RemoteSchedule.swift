@@ -14,9 +14,14 @@ import CSwitchbackSystem
 /// - the k-th failure in a row: `uniform(floor × 2^(k-1), floor × 2^k)`, capped at the
 ///   interval (floor = `remote.retry_floor_s`);
 ///
-/// and a start that finds a first check, or one overdue by more than the splay, waits up to
-/// `remote.splay_s` before fetching (in the detached sync, never in the start), drawn so that
-/// a fleet started together is at its steady request rate from the first second.
+/// and the two waits of a new or restarted install: a start that finds a first check, or one
+/// overdue by more than the splay, waits `uniform(0, window)` before fetching (the window is
+/// `remote.first_check_s`, 30 s by default, capped by `remote.splay_s`; slept in the detached
+/// sync, never in the start), and after that check succeeds the next is due
+/// `interval × firstCheckFraction(r)` after the window's end: a fleet started together sends
+/// its first checks at the least peaked rate the window allows (N / window a second), then
+/// runs in the schedule's steady phase from the window's end on, the two never on top of
+/// each other.
 /// Every function here is pure: the random draw (`unit`, in [0, 1)) and the clock come in
 /// as arguments; `RemoteCheckTrigger` and `recordAttempt` supply the real ones.
 public enum RemoteSchedule {
@@ -35,37 +40,63 @@ public enum RemoteSchedule {
 
     /// Whether a check is due, from the marker's time (milliseconds since the epoch; nil when
     /// there is no marker). A marker further ahead than anything this schedule ever sets
-    /// (the interval, or the splay plus the lease) counts as due: a clock set back by a day
-    /// does not silence the checks for a day.
+    /// (the interval plus the first check's window, or the splay plus the lease) counts as
+    /// due: a clock set back by a day does not silence the checks for a day.
     public static func due(marker: Int64?, now: Int64, settings: RemoteSettings) -> Due {
         guard let marker else { return .due(lateMilliseconds: nil) }
-        let horizon = max(milliseconds(settings.intervalSeconds), milliseconds(settings.splaySeconds) + leaseMilliseconds)
+        let horizon = max(milliseconds(settings.intervalSeconds) + firstCheckWindow(settings),
+                          milliseconds(settings.splaySeconds) + leaseMilliseconds)
         let (ahead, overflow) = marker.subtractingReportingOverflow(now)
         if overflow || ahead > horizon { return .due(lateMilliseconds: nil) }
         if ahead > 0 { return .notDue }
         return .due(lateMilliseconds: -ahead)
     }
 
-    /// The wait before a start's background fetch, for a first check or one overdue by more
-    /// than the splay (a fleet started together, or restarted after idling); none otherwise
-    /// (the due times are already spread). The wait is `splay × firstCheckFraction(unit)`.
+    /// The first check's window in milliseconds: `remote.first_check_s` capped by
+    /// `remote.splay_s` (30 s with the defaults); 0 turns the first check's wait off.
+    public static func firstCheckWindow(_ settings: RemoteSettings) -> Int64 {
+        min(milliseconds(settings.firstCheckSeconds), milliseconds(settings.splaySeconds))
+    }
+
+    /// Whether a due check is a first one: no marker (or one too far ahead to be ours), or one
+    /// overdue by more than the splay (the install was down), and there is a window to wait
+    /// in. A check that came due while the install ran is not: the due times are spread.
+    public static func isFirstCheck(_ due: Due, settings: RemoteSettings) -> Bool {
+        guard case .due(let late) = due, firstCheckWindow(settings) > 0 else { return false }
+        guard let late else { return true }
+        return late > milliseconds(settings.splaySeconds)
+    }
+
+    /// The wait before a start's background fetch: `uniform(0, window)` for a first check
+    /// (a new install, one restarted after being down, a fleet started together), none
+    /// otherwise. Uniform is the least peaked way to put N first checks into the window: N /
+    /// window a second, which no local draw can beat (docs/remote.md, "The two waits").
     public static func startDelay(_ due: Due, settings: RemoteSettings, unit: Double) -> Int64 {
-        guard case .due(let late) = due else { return 0 }
-        let window = milliseconds(settings.splaySeconds)
-        if let late, late <= window { return 0 }
-        return Int64(Double(window) * firstCheckFraction(unit))
+        guard isFirstCheck(due, settings: settings) else { return 0 }
+        return Int64(Double(firstCheckWindow(settings)) * clamp(unit))
+    }
+
+    /// How long after a successful first check the next one is due, in milliseconds: from the
+    /// end of the first check's window (`windowEnd`, milliseconds since the epoch; now if that
+    /// has passed, and never more than one window from now), `interval × firstCheckFraction(unit)`.
+    /// The window's end is the same instant for a fleet started together, so from then on the
+    /// fleet is where a long-running one would be, asking at the steady rate, and none of these
+    /// second checks falls inside the window on top of the first checks.
+    public static func delayAfterFirstCheck(now: Int64, windowEnd: Int64, settings: RemoteSettings, unit: Double) -> Int64 {
+        let from = min(max(now, windowEnd), now + firstCheckWindow(settings))
+        return from - now + Int64(Double(milliseconds(settings.intervalSeconds)) * firstCheckFraction(unit))
     }
 
     /// The shortest wait after a success, as a fraction of the interval.
     public static let successJitterLow = 0.75
 
-    /// Where in the splay window a first check falls, in [0, 1]: the stationary residual wait
-    /// of the schedule's own renewal process (waits uniform in [0.75, 1] intervals), by its
-    /// inverse distribution function. Density 1/0.875 on [0, 0.75], then falling linearly to
-    /// 0 at 1. With the splay equal to the interval (the default), a fleet started together is
-    /// at once in the state a long-running fleet reaches: requests at the steady rate
-    /// `N / (0.875 × interval)` from the first second, with no wave when the first checks'
-    /// successors arrive (a uniform first wait gives a rate of up to twice N / interval then).
+    /// Where in an interval the check after a first one falls, in [0, 1]: the stationary
+    /// residual wait of the schedule's own renewal process (waits uniform in [0.75, 1]
+    /// intervals), by its inverse distribution function. Density 1/0.875 on [0, 0.75], then
+    /// falling linearly to 0 at 1. A fleet whose checks start from one instant with this draw
+    /// is at once in the state a long-running fleet reaches: requests at the steady rate
+    /// `N / (0.875 × interval)`, with no wave when their successors arrive (a uniform draw
+    /// gives a rate of up to twice N / interval then).
     public static func firstCheckFraction(_ unit: Double) -> Double {
         let u = clamp(unit)
         let low = successJitterLow
@@ -109,15 +140,22 @@ public enum RemoteSchedule {
     /// After a sync: sets the next due time (success: the interval with splay; failure: the
     /// backoff) on the marker, and refreshes what the install exports for monitoring
     /// (docs/monitoring.md). `consecutiveFailures` is the record's count after this attempt
-    /// (sync keeps it: 0 after an authentic answer, one more otherwise). Returns the due time
+    /// (sync keeps it: 0 after an authentic answer, one more otherwise). `firstCheckWindowEnd`
+    /// is set when this was a first check (the launcher passes its window's end to the sync):
+    /// a success then draws the next due time with `delayAfterFirstCheck`. Returns the due time
     /// in milliseconds, or nil when the marker could not be written (the next start then
     /// checks again: never fewer checks, only more).
     @discardableResult
     public static func recordAttempt(in directory: StateDirectory, manifest: Manifest, failed: Bool,
-                                     consecutiveFailures: Int?) -> Int64? {
-        let delay = nextDelay(failed: failed, consecutiveFailures: consecutiveFailures ?? (failed ? 1 : 0),
-                              settings: manifest.remote, unit: randomUnit())
-        let at = nowMilliseconds() + delay
+                                     consecutiveFailures: Int?, firstCheckWindowEnd: Int64? = nil) -> Int64? {
+        let now = nowMilliseconds()
+        let delay = if !failed, let firstCheckWindowEnd {
+            delayAfterFirstCheck(now: now, windowEnd: firstCheckWindowEnd, settings: manifest.remote, unit: randomUnit())
+        } else {
+            nextDelay(failed: failed, consecutiveFailures: consecutiveFailures ?? (failed ? 1 : 0),
+                      settings: manifest.remote, unit: randomUnit())
+        }
+        let at = now + delay
         let written = setMarker(in: directory, to: at)
         Observer.checkRecorded(in: directory, manifest: manifest)
         return written ? at : nil

@@ -27,11 +27,16 @@ public struct RemoteSettings: Sendable, Equatable {
     /// The shortest wait before a failed check is retried (`remote.retry_floor_s`, default 30);
     /// the backoff doubles from there, with jitter, up to the interval.
     public var retryFloorSeconds: Int64
-    /// The longest random wait before a start's first check, or one overdue by more than
-    /// this (`remote.splay_s`, default the interval): a fleet started together, or restarted
-    /// after idling, spreads its requests over this window (docs/remote.md, "Scheduling").
-    /// 0 turns the wait off; the due times keep their own jitter.
+    /// How overdue a check must be for the start to treat it as a first one (the install was
+    /// down), and the cap of the first check's window (`remote.splay_s`, default the interval;
+    /// docs/remote.md, "Scheduling"). 0 turns the first check's wait off; the due times keep
+    /// their own jitter.
     public var splaySeconds: Int64
+    /// The longest random wait before a first check, or one overdue by more than the splay
+    /// (`remote.first_check_s`, default 30, capped by the splay): a new or restarted install
+    /// asks within this window, and its next check is drawn from the schedule's steady phase
+    /// from the window's end on (`RemoteSchedule.firstCheckWindow`).
+    public var firstCheckSeconds: Int64
     /// The whole sync's deadline (`remote.deadline_ms`, default 5000).
     public var deadlineMilliseconds: Int
     /// Whether plain http to a non-loopback host is allowed (`remote.allow_insecure_http`).
@@ -50,6 +55,7 @@ public struct RemoteSettings: Sendable, Equatable {
         maxStalenessSeconds = Int64(max(1, manifest.milliseconds("remote.max_staleness_s", default: 86400)))
         retryFloorSeconds = Int64(max(1, manifest.milliseconds("remote.retry_floor_s", default: 30)))
         splaySeconds = Int64(manifest.milliseconds("remote.splay_s", default: Int(intervalSeconds)))
+        firstCheckSeconds = Int64(manifest.milliseconds("remote.first_check_s", default: 30))
         deadlineMilliseconds = max(1, manifest.milliseconds("remote.deadline_ms", default: 5000))
         allowsInsecureHTTP = manifest.settings["remote.allow_insecure_http"] == "true"
         checksBeforeStart = manifest.settings["remote.check_before_start"] == "true"
