@@ -252,7 +252,12 @@ class Fleet:
         if not self.app_id or not self.current_version:
             raise SimError(f"{self.bundle}/manifest names no app id or current version; rebuild with scripts/bundle.")
         if self.metrics_dir:
-            os.chmod(self.metrics_dir, 0o777)
+            # The installs write their .prom files there as their own user; a world-writable
+            # directory is refused by the metrics writer's strict modes (anyone could plant a
+            # file for node_exporter), so the directory is the installs' user's, 0755.
+            if self.uid is not None and self.uid != os.geteuid():
+                os.chown(self.metrics_dir, self.uid, self.gid)
+            os.chmod(self.metrics_dir, 0o755)
 
     def sign(self, serial, decision, reason, out):
         self.run_tool([self.rollbackctl, "sign", "--key", self.key, "--app-id", self.app_id,
