@@ -130,7 +130,7 @@ struct MigrationPlanTests {
         while let relative = enumerator?.nextObject() as? String {
             let full = path + "/" + relative
             var isDirectory: ObjCBool = false
-            FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory)
+            _ = FileManager.default.fileExists(atPath: full, isDirectory: &isDirectory)
             result[relative] = isDirectory.boolValue ? "(directory)" : try String(contentsOfFile: full, encoding: .isoLatin1)
         }
         return result

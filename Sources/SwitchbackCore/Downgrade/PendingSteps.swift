@@ -51,22 +51,26 @@ public struct PendingSteps {
     /// run (a downgrade, a supervisor's child, a forced start) or let it talk to a service
     /// manager or take listening sockets; `SWITCHBACK_DATA_DIR` and the app's own variables
     /// stay, so the child plans on the data the app uses.
-    static func childEnvironment(slot: BuildSlot, directory: StateDirectory) -> [String] {
+    static func childEnvironment(slot: BuildSlot, directory: StateDirectory, inherited: [String] = processEnvironment()) -> [String] {
         let dropped: Set<String> = [
             modeVariable, DataDowngrade.modeVariable, "SWITCHBACK_SLOT", "SWITCHBACK_STATE_DIR", "SWITCHBACK_SUPERVISE",
             Launcher.failureVariable, Supervisor.parentVariable, Supervisor.reportVariable,
             "NOTIFY_SOCKET", "LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "WATCHDOG_USEC", "WATCHDOG_PID",
         ]
+        var result = inherited.filter { !dropped.contains($0.split(separator: "=", maxSplits: 1).first.map(String.init) ?? $0) }
+        result.append("\(modeVariable)=\(slot.rawValue)")
+        result.append("SWITCHBACK_STATE_DIR=\(directory.path)")
+        return result
+    }
+
+    /// This process's environment, `NAME=value` each.
+    static func processEnvironment() -> [String] {
         var result: [String] = []
         var index = 0
         while let entry = environ[index] {
+            result.append(String(cString: entry))
             index += 1
-            let text = String(cString: entry)
-            let name = text.split(separator: "=", maxSplits: 1).first.map(String.init) ?? text
-            if !dropped.contains(name) { result.append(text) }
         }
-        result.append("\(modeVariable)=\(slot.rawValue)")
-        result.append("SWITCHBACK_STATE_DIR=\(directory.path)")
         return result
     }
 
