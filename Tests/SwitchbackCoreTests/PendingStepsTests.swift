@@ -116,7 +116,8 @@ import Testing
         #expect(missing.message == "Cannot ask the previous build (1.1.0) which data steps it runs at its start: The launcher program \(root)/bin/launcher is missing; rebuild the bundle with scripts/bundle.")
 
         // A launcher that is some other program: it reads its empty stdin and exits 0.
-        try FileManager.default.copyItem(atPath: "/bin/sh", toPath: root + "/bin/launcher")
+        let shell = URL(fileURLWithPath: "/bin/sh").resolvingSymlinksInPath().path   // a copy of the link would be a link
+        try FileManager.default.copyItem(atPath: shell, toPath: root + "/bin/launcher")
         let other = try #require(failure(PendingSteps.query(bundleRoot: root, manifest: manifest, directory: directory, slot: .current)))
         #expect(other.message == "The planning run of the current build (1.2.0) exited without printing anything; until it answers, a switch to it stops the serving build first.")
     }
