@@ -150,13 +150,23 @@ public struct Migrator {
         register(MigrationStep(name, trigger: .everyVersionChange, onError: errorPolicy, body))
     }
 
-    /// Works out what ``run(for:scope:)`` would do, without running or writing anything.
+    /// Works out what ``run(for:scope:)`` would do, without running or writing anything:
+    /// which steps are due, in the order they would run, and who can read the data after each
+    /// (``MigrationPlan/pending``).
     ///
-    /// Calls ``baseline`` if the scope has no migration record.
+    /// Read-only: it reads the ledger and takes no lock, no snapshot and no write, so it may
+    /// run while another process of the app (another release, say) uses the data. Calls
+    /// ``baseline`` if the scope has no migration record. An undo that an interrupted
+    /// downgrade left open, which `run` finishes first, counts as finished: the steps it
+    /// undoes are planned as due again.
     ///
     /// - Throws: ``AppVersionsError`` if the ledger cannot be read or the baseline throws.
     public func plan(for running: RunningVersion, scope: Scope = .app) throws -> MigrationPlan {
-        let ledger = try store.ledger(for: scope)
+        var ledger = try store.ledger(for: scope)
+        // `run` finishes these before it decides (recoverInterruptedUndos); in memory only here.
+        for undo in ledger.openUndos {
+            ledger.apply(.undone(name: undo.name, method: undo.method, archive: undo.archive, date: now()))
+        }
         let decision = try decide(running, scope: scope, ledger: ledger)
         return MigrationPlan(
             scope: scope,
@@ -166,8 +176,25 @@ public struct Migrator {
             baseline: decision.adoptedBaseline,
             steps: decision.steps.map { steps[$0].name },
             interrupted: ledger.open,
-            isUpToDate: decision.steps.isEmpty && !decision.recordsVersion
+            isUpToDate: decision.steps.isEmpty && !decision.recordsVersion,
+            pending: decision.steps.map { pendingStep(steps[$0], running: running) }
         )
+    }
+
+    /// A due step as the plan reports it, with the reader floor the data has after it.
+    func pendingStep(_ step: MigrationStep, running: RunningVersion) -> MigrationPlan.Step {
+        switch step.trigger {
+        case .version(let version):
+            return MigrationPlan.Step(name: step.name, trigger: step.trigger, readerFloor: step.readerFloor ?? version)
+        case .firstInstall:
+            // The install creates the data in the running version's format: the steps up to
+            // it count as applied, so their floors are the data's (none registered: the
+            // running version itself, the conservative answer).
+            let covered = steps.compactMap { other in other.version.flatMap { $0 <= running.version ? other.readerFloor ?? $0 : nil } }
+            return MigrationPlan.Step(name: step.name, trigger: step.trigger, readerFloor: covered.max() ?? running.version)
+        case .everyVersionChange:
+            return MigrationPlan.Step(name: step.name, trigger: step.trigger, readerFloor: nil)
+        }
     }
 
     /// Runs every step that is due in `scope` for the `running` version, recording each.

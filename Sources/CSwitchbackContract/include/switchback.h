@@ -13,7 +13,11 @@
 #include <stdint.h>
 
 // Contract 1: switchback_main, the stamp, version and build.
-// Contract 2: adds the optional downgrade entry point, switchback_downgrade.
+// Contract 2: adds the optional downgrade entry point, switchback_downgrade, and the
+// optional planning entry point, switchback_pending_steps. The planning entry point came
+// later without a new number, on purpose: it is an optional symbol looked up by name (a
+// build without it answers "unknown"), the context did not change, and a new number would
+// make every launcher of contract 2 refuse slots that only add a symbol it never calls.
 #define SWITCHBACK_CONTRACT_VERSION 2
 
 #define SWITCHBACK_STRINGIFY_(x) #x
@@ -91,6 +95,36 @@ typedef int32_t (*SwitchbackEntryPoint)(int32_t argc, char **argv, char **envp,
 /// and returns a SWITCHBACK_DOWNGRADE_* result.
 typedef int32_t (*SwitchbackDowngradeFunction)(const char *target_version, uint32_t flags, int32_t report_fd,
                                                 const SwitchbackContext *context);
+
+/// Name of the optional planning entry point (SwitchbackPendingStepsFunction), since contract 2.
+/// The launcher calls it in a process of its own (`SWITCHBACK_PLAN_STEPS=<slot>`), with that
+/// slot loaded and nothing else, before a live switch starts the slot beside the serving
+/// build: it says which data migration steps the slot would run at its start, and who can
+/// read the data after each, so the supervisor can tell whether the serving build may keep
+/// serving while they run. It must run none of them and write nothing (not the data, not the
+/// migration ledger, not the published data state): another build may be serving the data.
+/// A build that does not export it cannot say (the switch then takes the safe path).
+#define SWITCHBACK_PENDING_STEPS_SYMBOL "switchback_pending_steps"
+
+/// Results of the planning entry point.
+/// Every pending step was reported (none, possibly).
+#define SWITCHBACK_PENDING_STEPS_DONE 0
+/// The steps could not be worked out (a `message=` line says why).
+#define SWITCHBACK_PENDING_STEPS_FAILED 1
+
+/// Reports the migration steps this build would run at its start, in the order it would run
+/// them, without running any.
+///
+/// Writes its report to `report_fd`, one line per fact, fields split by single spaces:
+///   step <name> <version> <reader floor>   per pending step, in order
+///   message=<one sentence>                 why it failed
+/// Each field is percent-encoded: `%`, space and every byte below 0x21 or at 0x7F become
+/// `%XX`; an empty field is `-`, and a field that is `-` itself is `%2D`. <version> is the
+/// step's version, empty for a first-install step or a hook; <reader floor> is the oldest
+/// version that can read the data after the step (the step's own version when it declared
+/// none), empty for a hook, which never changes who can read the data.
+/// Returns a SWITCHBACK_PENDING_STEPS_* result.
+typedef int32_t (*SwitchbackPendingStepsFunction)(int32_t report_fd, const SwitchbackContext *context);
 
 /// Returns a static C string: the ABI stamp of the library that exports it.
 typedef const char *(*SwitchbackStampFunction)(void);

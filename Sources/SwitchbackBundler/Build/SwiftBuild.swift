@@ -130,7 +130,7 @@ struct SwiftBuild {
     /// conformances through its metadata sections, registered by the slot's own constructor, not
     /// through exported names.
     static let contractSymbols = ["switchback_main", "switchback_abi_stamp", "switchback_app_version",
-                                  "switchback_app_build", "switchback_downgrade"]
+                                  "switchback_app_build", "switchback_downgrade", "switchback_pending_steps"]
 
     /// Writes the version script that limits a slot's exports to `contractSymbols`, at `path`;
     /// when it changed, the slot built before in `scratch` is removed so that the next build

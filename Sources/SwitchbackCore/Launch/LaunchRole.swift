@@ -4,6 +4,9 @@ public enum LaunchRole: Sendable, Equatable {
     /// Started by `DataDowngrade` (`SWITCHBACK_DOWNGRADE=run|force`): converts the current
     /// build's data back for the previous one, and runs no app.
     case dataDowngrade(mode: String)
+    /// Started by `PendingSteps` (`SWITCHBACK_PLAN_STEPS=current|previous`): says which data
+    /// steps that slot would run at its start, and runs no app and no step.
+    case planSteps(slot: String)
     /// A supervisor's child (`SWITCHBACK_SUPERVISOR_PID`): plans and runs a start, reports
     /// its slot to the supervisor, and leaves the remote check and the journal to it.
     case supervisedChild
@@ -15,6 +18,7 @@ public enum LaunchRole: Sendable, Equatable {
     /// The role `environment` selects.
     public static func decide(environment: (String) -> String?) -> LaunchRole {
         if let mode = environment(DataDowngrade.modeVariable) { return .dataDowngrade(mode: mode) }
+        if let slot = environment(PendingSteps.modeVariable) { return .planSteps(slot: slot) }
         if environment(Supervisor.parentVariable) != nil { return .supervisedChild }
         switch environment("SWITCHBACK_SUPERVISE") {
         case "1", "true": return .start(supervise: true)

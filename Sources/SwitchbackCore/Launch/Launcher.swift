@@ -27,6 +27,7 @@ public enum Launcher {
     public static func run(adoptingListeners adopt: ListenerAdoption? = nil) -> Never {
         let role = LaunchRole.decide(environment: environmentValue)
         if case .dataDowngrade(let mode) = role { runDowngrade(mode: mode) }
+        if case .planSteps(let slot) = role { runPlanSteps(slot: slot) }
         // Until the app or the supervisor runs, each directory is checked once.
         StrictModes.rememberTrustedDirectories()
         guard let bundleRoot = bundleRoot() else {

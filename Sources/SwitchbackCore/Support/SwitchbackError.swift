@@ -35,6 +35,9 @@ public struct SwitchbackError: Error, CustomStringConvertible, Equatable, Sendab
         /// Nothing names a state directory (no SWITCHBACK_STATE_DIR, and HOME unset or /):
         /// a broken environment, not a usage error.
         case noStateDirectory
+        /// A build's planning run (`PendingSteps`) failed, crashed, hung or printed something
+        /// that is not a plan: it cannot say which data steps it runs at its start.
+        case planningFailed
     }
 
     /// What kind of failure this is.
