@@ -234,7 +234,7 @@ enum AsyncApp: AsyncSwitchbackApp {
 enum MainActorApp: AsyncSwitchbackApp {
     static func main(_ launch: LaunchInfo) async throws -> Int32 {
         MainActor.assertIsolated("main runs on the main actor")
-        let four = await MainActor.run { 4 }
+        let four: Int32 = await MainActor.run { 4 }
         return four + five() + (await zeroAfterAHop())
     }
 
