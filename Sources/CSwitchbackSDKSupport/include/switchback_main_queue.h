@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 /// 1 when the calling thread is the one libdispatch's main queue is bound to: the process's
-/// main thread (gettid() == getpid()), with libdispatch's main
-/// queue as its current queue (libdispatch binds the queue to the thread that loaded it, and
-/// unbinds it for good in `dispatch_main()`). 0 otherwise: the queue must not be drained here.
+/// main thread (gettid() == getpid()), with the main queue as its current queue (libdispatch
+/// binds the queue to the thread that loaded it, and unbinds it for good in `dispatch_main()`).
+/// 0 otherwise: the queue must not be drained here.
 int32_t switchback_sdk_main_queue_is_here(void);
 
 /// Waits until the main queue has work (its eventfd is readable; EINTR is retried) and

@@ -25,7 +25,7 @@ public protocol SwitchbackApp: SendableMetatype {
 /// (`@MainActor` functions, `MainActor.run`, tasks the app starts on the main actor). Work still
 /// queued on the main actor when `main` returns does not run: the process exits with `main`'s
 /// code. A `main` declared `nonisolated` runs on the global concurrent executor instead; the
-/// main actor still runs, on the same thread, until it returns.
+/// launcher's main thread still runs the main actor until it returns.
 public protocol AsyncSwitchbackApp: SendableMetatype {
     /// See ``SwitchbackApp/migrations(_:launch:)``.
     static func migrations(_ migrator: inout Migrator, launch: LaunchInfo) throws
