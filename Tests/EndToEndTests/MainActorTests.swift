@@ -12,7 +12,9 @@ import Glibc
 ///   process's main thread (its thread id is its process id), as `main` itself does, and the
 ///   launcher exits with `main`'s code (42);
 /// - a main-actor task still sleeping when `main` returns is not waited for: the launcher
-///   exits at once with `main`'s code (7), as a program with Swift's own async `main` does.
+///   exits at once with `main`'s code (7), as a program with Swift's own async `main` does;
+/// - SIGTERM, taken by a dispatch source on the main queue, reaches the app, on the main
+///   thread, and `main` returns its code (3).
 ///
 /// Everything it builds stays in a temporary directory (the app's `.build-switchback`) or in
 /// this checkout's `.build-tools`, `.build-launcher` and `.build-bundler`, which scripts/test
@@ -43,6 +45,21 @@ import Glibc
         #expect(pending.stdout == "pending task: started\nmain: returning 7\n", "the task started, and was not waited for: \(pending)")
         // The task sleeps 60 s; waiting for it would take that long.
         #expect(took < .seconds(30), "the launcher exited after \(took)")
+
+        // A signal still reaches the app: SIGTERM, taken by a dispatch source on the main queue
+        // (the queue the launcher's thread drains), ends main with its code.
+        let log = directory + "/signal.log"
+        let server = try SpawnedProcess(dist + "/bin/launcher", ["signal"], environment: MainActorApp.environment(state: directory + "/state-signal"),
+                                        stdout: log, stderr: log)
+        let ready = Date().addingTimeInterval(60)
+        while !((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").contains("waiting for SIGTERM"), !server.hasExited, Date() < ready {
+            usleep(20_000)
+        }
+        kill(server.pid, SIGTERM)
+        server.wait(upTo: 30)
+        let output = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+        #expect(server.exitCode == 3, "main's code after SIGTERM: \(String(describing: server.status)); its output:\n\(output)")
+        #expect(output == "waiting for SIGTERM\nSIGTERM: handled on the main thread: true\n", "\(output)")
     }
 }
 
@@ -77,8 +94,11 @@ private enum MainActorApp {
 
     /// Runs `dist/bin/launcher MODE` to its end, with a state directory of its own.
     static func launch(_ dist: String, state: String, _ mode: String) throws -> ProcessResult {
-        try runProcess(dist + "/bin/launcher", [mode],
-                       environment: ["SWITCHBACK_STATE_DIR": state, "PATH": "/usr/bin:/bin", "SWIFT_BACKTRACE": "enable=no"],
-                       deadline: 120)
+        try runProcess(dist + "/bin/launcher", [mode], environment: environment(state: state), deadline: 120)
+    }
+
+    /// What the launcher runs with: its state directory, nothing of the test's own environment.
+    static func environment(state: String) -> [String: String] {
+        ["SWITCHBACK_STATE_DIR": state, "PATH": "/usr/bin:/bin", "SWIFT_BACKTRACE": "enable=no"]
     }
 }

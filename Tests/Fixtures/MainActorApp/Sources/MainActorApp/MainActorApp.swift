@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import Dispatch
 import Switchback
 
 // The whole glue between this library and the launcher.
@@ -13,6 +14,8 @@ import Switchback
 ///     launcher [check]   the three lines, then exit 42
 ///     launcher pending   starts a main-actor task that sleeps 60 s, lets it start, and
 ///                        returns 7 at once: the task is not waited for
+///     launcher signal    waits for SIGTERM on a dispatch source of the main queue (as a
+///                        server's signal handling does), then returns 3
 public enum MainActorApp: AsyncSwitchbackApp {
     public static func main(_ launch: LaunchInfo) async throws -> Int32 {
         launch.markGood()
@@ -34,6 +37,19 @@ public enum MainActorApp: AsyncSwitchbackApp {
             await Task.yield()
             say("main: returning 7")
             return 7
+        case "signal":
+            signal(SIGTERM, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: SIGTERM, queue: .main)
+            await withCheckedContinuation { (stopped: CheckedContinuation<Void, Never>) in
+                source.setEventHandler {
+                    say("SIGTERM: handled on the main thread: \(isMainThread())")
+                    source.cancel()
+                    stopped.resume()
+                }
+                source.resume()
+                say("waiting for SIGTERM")
+            }
+            return 3
         case let other?:
             say("unknown mode \(other)")
             return 64
