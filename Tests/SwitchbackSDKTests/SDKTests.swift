@@ -43,6 +43,15 @@ struct SDKTests {
         }
     }
 
+    /// Off the main thread (a test's), the main actor is whatever drains it in this process
+    /// (the test runner's own async main); the launcher's thread drains it itself
+    /// (MainActorTests, end to end).
+    @Test func anAsyncAppsMainIsIsolatedToTheMainActorAndAwaitsMainActorWork() throws {
+        let data = try temporaryDirectory()
+        Switchback.register(MainActorApp.self)
+        #expect(Runner.run(arguments: [], context: nil, dataDirectory: data) == 9)
+    }
+
     @Test func theDataDirectoryIsTheOverrideThenTheStateDirectorysThenTheWorkingDirectorys() {
         #expect(LaunchInfo.dataDirectory(override: "/srv/notes", stateDirectory: "/var/lib/x") == "/srv/notes")
         #expect(LaunchInfo.dataDirectory(override: "", stateDirectory: "/var/lib/x") == "/var/lib/x/data")
@@ -218,6 +227,22 @@ enum AsyncApp: AsyncSwitchbackApp {
         try await Task.sleep(nanoseconds: 1_000_000)
         if launch.arguments.first == "throw" { throw Failure() }
         return Int32(launch.arguments.first ?? "") ?? 0
+    }
+}
+
+/// `main` takes the requirement's isolation: a synchronous `@MainActor` call needs no `await`.
+enum MainActorApp: AsyncSwitchbackApp {
+    static func main(_ launch: LaunchInfo) async throws -> Int32 {
+        MainActor.assertIsolated("main runs on the main actor")
+        let four: Int32 = await MainActor.run { 4 }
+        return four + five() + (await zeroAfterAHop())
+    }
+
+    @MainActor static func five() -> Int32 { 5 }
+    @MainActor static func zeroAfterAHop() async -> Int32 {
+        await Task.yield()
+        MainActor.assertIsolated()
+        return 0
     }
 }
 

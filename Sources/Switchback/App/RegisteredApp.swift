@@ -1,5 +1,4 @@
 import CSwitchbackSDKSupport
-import Dispatch
 import Synchronization
 
 /// The registered app, as closures: what the entry points call.
@@ -20,16 +19,9 @@ struct RegisteredApp: Sendable {
         migrations = { try App.migrations(&$0, launch: $1) }
         holdsDataLock = { App.holdsDataLock($0) }
         run = { launch in
-            let code = Mutex<Int32>(1)
-            let done = DispatchSemaphore(value: 0)
-            Task.detached {
-                let result: Int32
-                do { result = try await App.main(launch) } catch { result = Self.failed(error) }
-                code.withLock { $0 = result }
-                done.signal()
+            MainActorRunLoop.run {
+                do { return try await App.main(launch) } catch { return Self.failed(error) }
             }
-            done.wait()
-            return code.withLock { $0 }
         }
     }
 

@@ -20,17 +20,21 @@ public protocol SwitchbackApp: SendableMetatype {
 /// An app the launcher runs on Swift concurrency: a Hummingbird or Vapor server's `main`
 /// runs inside ``main(_:)`` unchanged.
 ///
-/// The launcher's thread waits for ``main(_:)`` to return; the task runs on the global
-/// concurrent executor. Code isolated to `@MainActor` does not run (nothing drains the
-/// main queue): keep the app's work off the main actor, as servers do.
+/// ``main(_:)`` runs as a Swift 6 `@main` async entry point's `main` does: isolated to the main
+/// actor, on the launcher's main thread, which runs the main actor's work until `main` returns
+/// (`@MainActor` functions, `MainActor.run`, tasks the app starts on the main actor). Work still
+/// queued on the main actor when `main` returns does not run: the process exits with `main`'s
+/// code. A `main` declared `nonisolated` runs on the global concurrent executor instead; the
+/// launcher's main thread still runs the main actor until it returns.
 public protocol AsyncSwitchbackApp: SendableMetatype {
     /// See ``SwitchbackApp/migrations(_:launch:)``.
     static func migrations(_ migrator: inout Migrator, launch: LaunchInfo) throws
     /// See ``SwitchbackApp/holdsDataLock(_:)``.
     static func holdsDataLock(_ launch: LaunchInfo) -> Bool
-    /// Runs the app and returns its exit code. A thrown error is printed as `Error: ...`
-    /// on stderr and exits 1.
-    static func main(_ launch: LaunchInfo) async throws -> Int32
+    /// Runs the app and returns its exit code, on the main actor (an implementation written in
+    /// the conforming type takes this isolation, as `@main`'s `main` does). A thrown error is
+    /// printed as `Error: ...` on stderr and exits 1.
+    @MainActor static func main(_ launch: LaunchInfo) async throws -> Int32
 }
 
 extension SwitchbackApp {
