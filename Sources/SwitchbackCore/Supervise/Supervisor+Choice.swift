@@ -15,7 +15,25 @@ extension Supervisor {
         let now = fingerprints()
         guard now != watched else { return }
         watched = now
-        send(.choiceSelects(desiredSlot(running: runningSlot)))
+        let wanted = desiredSlot(running: runningSlot)
+        send(.choiceSelects(wanted, path: wanted == runningSlot ? .startFirst : switchPath(to: wanted, from: runningSlot)))
+    }
+
+    /// How a switch from the serving slot to `target` goes (`LaunchPlanner.switchPath`): back,
+    /// from the data state the current build published; forward, from the target's pending
+    /// steps when `pendingSteps` can say them (until then forward stays start-first).
+    func switchPath(to target: BuildSlot, from serving: BuildSlot) -> SwitchPath {
+        let targetVersion = manifest[target].version, servingVersion = manifest[serving].version
+        switch target {
+        case .previous:
+            let floor = DataState.load(in: directory, for: manifest)?.readerFloor
+            return LaunchPlanner.switchPath(target: target, targetVersion: targetVersion, servingVersion: servingVersion,
+                                            dataFloor: floor, pendingSteps: [])
+        case .current:
+            guard let pendingSteps else { return .startFirst }
+            return LaunchPlanner.switchPath(target: target, targetVersion: targetVersion, servingVersion: servingVersion,
+                                            dataFloor: nil, pendingSteps: pendingSteps(target))
+        }
     }
 
     /// The slot the persisted choice selects now. The running build keeps running unless it

@@ -79,6 +79,11 @@ public final class Supervisor {
     var analyzer: Analyzer?
     /// The bake-window override as last read.
     var overrideSeen: FileFingerprint?
+    /// The forward half of the switch decision: the data steps the target slot would run at
+    /// its start, with their reader floors (nil: it cannot say). While this is nil, a forward
+    /// switch stays start-first; part "plan" provides `PendingSteps.query`, wired here as
+    /// `{ slot in (try? PendingSteps.query(bundleRoot: root, manifest: manifest, directory: directory, slot: slot).get()) ?? nil }`.
+    var pendingSteps: ((BuildSlot) -> [PendingStep]?)? = nil
 
     init(manifest: Manifest, directory: StateDirectory, trusted: Bool) {
         self.manifest = manifest
@@ -155,9 +160,16 @@ public final class Supervisor {
     func perform(_ action: SupervisorMachine.Action) {
         switch action {
         case .spawn(let launch):
-            let intended: BuildSlot
-            if case .candidate(let slot) = launch { intended = slot } else { intended = desiredSlot(running: nil) }
-            send(spawn(launch, intended: intended))
+            switch launch {
+            case .candidate(let slot), .stopFirst(let slot):
+                send(spawn(launch, intended: slot))
+            case .restore(let slot):
+                // Forced for this start: the launcher's own start path puts the data back in
+                // this build's format, whatever the flag says.
+                send(spawn(launch, intended: slot, forcedSlot: slot))
+            case .first, .restart, .replacement:
+                send(spawn(launch, intended: desiredSlot(running: nil)))
+            }
         case .kill(let pid, let signal):
             kill(pid, signal)
         case .drain(let pid):
@@ -208,6 +220,8 @@ public final class Supervisor {
             recordProbation(record)
         case .markGoodAfterProbation(let slot, let build, let note):
             markGoodAfterProbation(slot: slot, build: build, note: note)
+        case .convert(let request):
+            convert(request)
         case .exit(let code):
             finish(code)
         }
@@ -335,6 +349,7 @@ public final class Supervisor {
             noticeBakeWindow()
             consumeProbationRequest()
         }
+        consumeSwitchRequest()
         watchPersistedChoice()
     }
 
@@ -356,7 +371,13 @@ public final class Supervisor {
                          childStartedAt: serving.map { currentUnixTime() - Int64(now - $0.startedAt) },
                          restarts: machine.restarts, childReady: serving.map { $0.phase == .ready },
                          candidatePID: candidate?.pid, candidateSlot: candidate.flatMap { $0.slot ?? $0.intendedSlot },
-                         switchFailure: machine.switchFailure).save(in: directory)
+                         switchFailure: machine.switchFailure,
+                         pause: machine.pause.map { pause in
+                             SupervisorRecord.LastSwitch(path: "stop-first", from: pause.from, to: pause.target,
+                                                         fromVersion: manifest[pause.from].version, toVersion: manifest[pause.target].version,
+                                                         why: pause.why, pausedMilliseconds: nil, at: pause.beganAt / 1000)
+                         },
+                         lastSwitch: machine.lastSwitch).save(in: directory)
     }
 
     func finish(_ status: Int32) -> Never {
