@@ -56,8 +56,13 @@ import Testing
         #expect(actions.contains(.recordHistory(.stopFirst, from: .current, to: .previous, reason: sentence)))
         #expect(actions.last == .reconsiderChoice)
         #expect(machine.state == .running(machine.serving!) && machine.serving?.pid == 200)
-        #expect(machine.lastSwitch == .init(path: "stop-first", from: .current, to: .previous, fromVersion: "1.3.0", toVersion: "1.2.0",
-                                            why: Self.why, pausedMilliseconds: 1412, at: 1_800_000_002))
+        var expected = SupervisorRecord.LastSwitch(path: "stop-first", from: .current, to: .previous, fromVersion: "1.3.0", toVersion: "1.2.0",
+                                                   why: Self.why, pausedMilliseconds: 1412, at: 1_800_000_002)
+        expected.drainedAtMilliseconds = 1_800_000_001_000
+        expected.stoppedAtMilliseconds = 1_800_000_001_000
+        expected.targetStartedAtMilliseconds = 1_800_000_002_000
+        expected.readyAtMilliseconds = 1_800_000_002_000
+        #expect(machine.lastSwitch == expected)
         #expect(machine.pause == nil && machine.watchedSlot == .previous)
     }
 

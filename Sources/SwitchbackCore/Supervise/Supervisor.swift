@@ -372,11 +372,7 @@ public final class Supervisor {
                          restarts: machine.restarts, childReady: serving.map { $0.phase == .ready },
                          candidatePID: candidate?.pid, candidateSlot: candidate.flatMap { $0.slot ?? $0.intendedSlot },
                          switchFailure: machine.switchFailure,
-                         pause: machine.pause.map { pause in
-                             SupervisorRecord.LastSwitch(path: "stop-first", from: pause.from, to: pause.target,
-                                                         fromVersion: manifest[pause.from].version, toVersion: manifest[pause.target].version,
-                                                         why: pause.why, pausedMilliseconds: nil, at: pause.beganAt / 1000)
-                         },
+                         pause: machine.pause.map { $0.record(machine.configuration, pausedMilliseconds: nil, at: $0.beganAt / 1000, readyAt: nil) },
                          lastSwitch: machine.lastSwitch).save(in: directory)
     }
 

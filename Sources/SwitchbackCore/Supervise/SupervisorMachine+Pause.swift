@@ -55,6 +55,21 @@ extension SupervisorMachine {
         var began: Double
         /// The same moment in Unix milliseconds (published).
         var beganAt: Int64
+        /// When the last old child was gone, and when the target was started (Unix milliseconds).
+        var stoppedAt: Int64? = nil
+        var targetStartedAt: Int64? = nil
+
+        /// What the supervisor record shows of it (`pausedMilliseconds` nil while it runs).
+        func record(_ configuration: Configuration, pausedMilliseconds: Int?, at: Int64, readyAt: Int64?) -> SupervisorRecord.LastSwitch {
+            var record = SupervisorRecord.LastSwitch(path: "stop-first", from: from, to: target, fromVersion: configuration.version(from),
+                                                     toVersion: configuration.version(target), why: why,
+                                                     pausedMilliseconds: pausedMilliseconds, at: at)
+            record.drainedAtMilliseconds = beganAt
+            record.stoppedAtMilliseconds = stoppedAt
+            record.targetStartedAtMilliseconds = targetStartedAt
+            record.readyAtMilliseconds = readyAt
+            return record
+        }
     }
 
     /// The paused switch, if one is under way.
@@ -108,6 +123,7 @@ extension SupervisorMachine {
     /// A draining child exited: once none is left, the data is converted or the target starts.
     mutating func pauseAfterDrain(now: Moment) -> [Action] {
         guard var pause, pause.step == .stopping, draining.isEmpty else { return [] }
+        pause.stoppedAt = now.unixMilliseconds
         switch pause.conversion {
         case .back(let request):
             pause.step = .converting
@@ -158,6 +174,7 @@ extension SupervisorMachine {
             guard let child else { return pauseFailed(pause, why: "it could not be started (\(error ?? "spawn failed"))", now: now) }
             var next = pause
             next.step = .starting(child)
+            next.targetStartedAt = now.unixMilliseconds
             state = .pausing(next)
             return [.publish]
         case (.restore, .restoring):
@@ -180,9 +197,7 @@ extension SupervisorMachine {
         state = .running(child)
         switchFailure = nil
         let paused = max(0, Int(((now.monotonic - pause.began) * 1000).rounded()))
-        let record = SupervisorRecord.LastSwitch(path: "stop-first", from: pause.from, to: pause.target,
-                                                 fromVersion: configuration.version(pause.from), toVersion: configuration.version(pause.target),
-                                                 why: pause.why, pausedMilliseconds: paused, at: now.unix)
+        let record = pause.record(configuration, pausedMilliseconds: paused, at: now.unix, readyAt: now.unixMilliseconds)
         lastSwitch = record
         return [.say("\(child.title) is ready (\(child.readySignal?.how ?? "ready")); \(record.sentence)."),
                 .recordHistory(.stopFirst, from: pause.from, to: pause.target, reason: record.sentence)]

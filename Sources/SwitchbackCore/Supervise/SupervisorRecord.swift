@@ -27,6 +27,13 @@ public struct SupervisorRecord: Sendable, Equatable {
         public var pausedMilliseconds: Int?
         /// When it ended (Unix seconds), or began while it runs.
         public var at: Int64
+        /// Its moments in Unix milliseconds: the serving child drained, the last old child gone
+        /// (a conversion back begins), the target started (a conversion back has ended; a
+        /// forward one begins inside it), the target ready.
+        public var drainedAtMilliseconds: Int64? = nil
+        public var stoppedAtMilliseconds: Int64? = nil
+        public var targetStartedAtMilliseconds: Int64? = nil
+        public var readyAtMilliseconds: Int64? = nil
 
         public init(path: String, from: BuildSlot, to: BuildSlot, fromVersion: String, toVersion: String, why: String,
                     pausedMilliseconds: Int?, at: Int64) {
@@ -54,15 +61,25 @@ public struct SupervisorRecord: Sendable, Equatable {
             text.append("\(prefix)_why", Limits.truncated(why))
             if let pausedMilliseconds { text.append("\(prefix)_paused_ms", String(pausedMilliseconds)) }
             text.append("\(prefix)_at", String(at))
+            for (key, value) in [("drained", drainedAtMilliseconds), ("stopped", stoppedAtMilliseconds),
+                                 ("target_started", targetStartedAtMilliseconds), ("ready", readyAtMilliseconds)] {
+                if let value { text.append("\(prefix)_\(key)_at_ms", String(value)) }
+            }
         }
 
         static func parse(_ text: KeyValueText, prefix: String, invalid: (String) -> SwitchbackError) throws(SwitchbackError) -> LastSwitch? {
             guard let path = text["\(prefix)_path"], let from = text["\(prefix)_from"].flatMap(BuildSlot.init(rawValue:)),
                   let to = text["\(prefix)_to"].flatMap(BuildSlot.init(rawValue:)),
                   let at = try text.integer("\(prefix)_at", in: ValueRange.unixTime, invalid: invalid) else { return nil }
-            return LastSwitch(path: path, from: from, to: to, fromVersion: text["\(prefix)_from_version"] ?? "",
-                              toVersion: text["\(prefix)_to_version"] ?? "", why: text["\(prefix)_why"] ?? "",
-                              pausedMilliseconds: try text.integer("\(prefix)_paused_ms", in: ValueRange.duration, invalid: invalid), at: at)
+            var record = LastSwitch(path: path, from: from, to: to, fromVersion: text["\(prefix)_from_version"] ?? "",
+                                    toVersion: text["\(prefix)_to_version"] ?? "", why: text["\(prefix)_why"] ?? "",
+                                    pausedMilliseconds: try text.integer("\(prefix)_paused_ms", in: ValueRange.duration, invalid: invalid), at: at)
+            let milliseconds: ClosedRange<Int64> = 0...(ValueRange.unixTime.upperBound * 1000)
+            record.drainedAtMilliseconds = try text.integer("\(prefix)_drained_at_ms", in: milliseconds, invalid: invalid)
+            record.stoppedAtMilliseconds = try text.integer("\(prefix)_stopped_at_ms", in: milliseconds, invalid: invalid)
+            record.targetStartedAtMilliseconds = try text.integer("\(prefix)_target_started_at_ms", in: milliseconds, invalid: invalid)
+            record.readyAtMilliseconds = try text.integer("\(prefix)_ready_at_ms", in: milliseconds, invalid: invalid)
+            return record
         }
     }
 
