@@ -64,6 +64,7 @@ import Glibc
         let line = try #require(try t.history().last { $0.kind == "stop_first" })
         #expect(line.reason?.hasSuffix("paused \(paused) ms") == true, "\(line)")
         #expect(try t.status().supervisor?.lastSwitch?.pausedMilliseconds == paused)
+        print("supervisor stderr:\n\(app.stderr)\nrollbackctl rollback:\n\(rollback.stdout)\nstatus:\n\(status)")
     }
 
     @Test func aTargetThatNeverBecomesReadyLeavesTheNewerBuildServingOnItsOwnFormatWithEveryNote() throws {
@@ -88,6 +89,7 @@ import Glibc
         #expect(app.stderr.contains(HealthPolicy.capitalized(reason) + "."), "\(app.stderr)")
         #expect(try t.history().contains { $0.kind == "switch_failed" && $0.reason == reason })
         #expect(try t.rollbackctl("status").stdout.contains("Last switch: \(HealthPolicy.capitalized(reason)) ("))
+        print("target never ready: \(responses.count) requests; supervisor stderr:\n\(app.stderr)")
     }
 
     // MARK: - Forward (issue 30): the target's pending steps decide
