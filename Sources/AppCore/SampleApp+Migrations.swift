@@ -21,10 +21,20 @@ extension SampleApp {
         sleep(milliseconds: milliseconds)
     }
 
+    /// `SAMPLE_FAIL_MIGRATION=<version>` makes `notes-v2` fail (after the SDK took its
+    /// snapshot, before it converts anything) in the build of that version: a migration that
+    /// fails, for the stop-first switch's failure tests.
+    static func failIfAsked(_ launch: LaunchInfo) throws {
+        guard let value = getenv("SAMPLE_FAIL_MIGRATION").map({ String(cString: $0) }), value == launch.version else { return }
+        throw SampleError("notes-v2 fails on purpose (SAMPLE_FAIL_MIGRATION=\(value))")
+    }
+
     /// The sample's data migrations. The SDK runs the due ones before `main`, and undoes
-    /// them, newest first, when a rollback needs the data in an older format.
+    /// them, newest first, when a rollback needs the data in an older format. A build below
+    /// 1.2.0 creates a format-1 store and never runs `notes-v2` (a step above its version).
     public static func migrations(_ migrator: inout Migrator, launch: LaunchInfo) throws {
-        let notes = NotesStore(directory: launch.dataDirectory)
+        let notes = NotesStore(directory: launch.dataDirectory, version: launch.version)
+        let format2 = NotesStore(directory: launch.dataDirectory, format: 2)
         // Full copies, not hard links: `note add` appends to notes.v2 in place, so a linked
         // snapshot would change with every later note.
         migrator.snapshotMethod = .copy
@@ -37,11 +47,12 @@ extension SampleApp {
         // Format 2 can be read by 1.2.0 and later only (the reader floor); its revert
         // writes format 1 back, for 1.1.0.
         let revert: ((MigrationContext) throws -> Void)? = registersReverts ? { _ in
-            guard notes.revertToFormat1() else { throw SampleError("cannot convert \(notes.path) back to \(notes.legacyPath)") }
+            guard format2.revertToFormat1() else { throw SampleError("cannot convert \(notes.path) back to \(notes.legacyPath)") }
         } : nil
         migrator.register("notes-v2", at: "1.2.0", readerFloor: "1.2.0", revert: revert) { _ in
             try sleepIfSlowMigration()
-            guard notes.migrateFromFormat1() else { throw SampleError("cannot convert \(notes.legacyPath) to \(notes.path)") }
+            try failIfAsked(launch)
+            guard format2.migrateFromFormat1() else { throw SampleError("cannot convert \(notes.legacyPath) to \(notes.path)") }
         }
     }
 

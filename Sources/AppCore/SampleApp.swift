@@ -39,7 +39,7 @@ public enum SampleApp: SwitchbackApp {
         case "exit":
             return Int32(arguments.dropFirst().first ?? "") ?? 0
         case "note":
-            return NotesCommand(store: NotesStore(directory: launch.dataDirectory)).run(Array(arguments.dropFirst()))
+            return NotesCommand(store: NotesStore(directory: launch.dataDirectory, version: launch.version)).run(Array(arguments.dropFirst()))
         case "serve":
             return Server(launch: launch).run(Array(arguments.dropFirst()))
         default:

@@ -87,7 +87,9 @@ func isAlive(_ pid: Int32) -> Bool {
         #expect(Date().timeIntervalSince(switched) <= 2.0)
         #expect(app.heartbeat["version"] == t.previousVersion)
         #expect(!isAlive(firstChild), "the replaced child is gone")
-        #expect(app.stderr.contains("launcher: supervisor: the persisted choice now selects the previous slot; replacing the current slot (pid \(firstChild))."))
+        // The current build's data must be converted back for the previous one: the rollback is
+        // handed to the supervisor, which stops its child before it converts (stop-first).
+        #expect(app.stderr.contains("launcher: supervisor: the persisted choice now selects the previous slot; stop-first: the data (reader floor \(t.currentVersion)) must be converted back for \(t.previousVersion); stopping the current slot (pid \(firstChild)) first, new connections wait in the queue."), "\(app.stderr)")
 
         kill(app.pid, SIGTERM)
         app.waitForExit()

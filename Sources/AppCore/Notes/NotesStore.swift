@@ -6,14 +6,45 @@ import Glibc
 ///
 /// Format 2 (since 1.2.0): `notes.v2` in the data directory, a header line
 /// `switchback-notes 2`, then one note per line as `<unix time>\t<text>` (tabs and newlines in
-/// the text become spaces). Format 1 (up to 1.1.0) was `notes.txt`, one note per line; the
-/// migration step `notes-v2` converts it (see AppStartup).
+/// the text become spaces). Format 1 (below 1.2.0) is `notes.txt`, one note per line; the
+/// migration step `notes-v2` converts it (see AppStartup). A build reads and writes the
+/// format of its version (`format(forVersion:)`), so the same sources built as 1.1.9 are a
+/// format-1 build.
 public struct NotesStore {
     public static let header = "switchback-notes 2"
 
     public let directory: String
+    /// The format this build reads and writes: 1 or 2.
+    public let format: Int
 
-    public init(directory: String) { self.directory = directory }
+    public init(directory: String, format: Int = 2) {
+        self.directory = directory
+        self.format = format
+    }
+
+    /// The store of a build of `version`.
+    public init(directory: String, version: String) {
+        self.init(directory: directory, format: Self.format(forVersion: version))
+    }
+
+    /// 1 below 1.2.0, 2 from 1.2.0 on (numeric dotted components; a pre-release of 1.2.0 is 2).
+    public static func format(forVersion version: String) -> Int {
+        let core = version.split(separator: "-", maxSplits: 1).first ?? ""
+        let parts = core.split(separator: ".").map { Int($0) ?? 0 }
+        let padded = parts + Array(repeating: 0, count: max(0, 3 - parts.count))
+        return padded[0] > 1 || (padded[0] == 1 && padded[1] >= 2) ? 2 : 1
+    }
+
+    /// The file of this build's format.
+    public var currentPath: String { format == 1 ? legacyPath : path }
+
+    /// Why this build cannot read the notes as they are (only the other format's file is
+    /// there), or nil.
+    public func formatProblem() -> String? {
+        let other = format == 1 ? path : legacyPath
+        guard access(currentPath, F_OK) != 0, access(other, F_OK) == 0 else { return nil }
+        return "the notes are in format \(3 - format) (\(other)), which this build (format \(format)) cannot read"
+    }
 
     public var path: String { directory + "/notes.v2" }
     /// Where format 1 kept its notes.
@@ -21,7 +52,7 @@ public struct NotesStore {
 
     /// Every note, oldest first.
     public func list() -> [String] {
-        Self.notes(inFormat2: readLines(path))
+        format == 1 ? readLines(legacyPath) : Self.notes(inFormat2: readLines(path))
     }
 
     /// The texts of format-2 lines (the header first).
@@ -33,16 +64,16 @@ public struct NotesStore {
 
     /// Appends a note durably. Returns false on failure.
     public func add(_ note: String) -> Bool {
-        if access(path, F_OK) != 0, !create() { return false }
+        if access(currentPath, F_OK) != 0, !create() { return false }
         let text = String(note.map { $0 == "\n" || $0 == "\t" ? " " : $0 })
-        return appendLine(path, "\(time(nil))\t\(text)")
+        return appendLine(currentPath, format == 1 ? text : "\(time(nil))\t\(text)")
     }
 
-    /// Creates an empty format-2 store (atomically).
+    /// Creates an empty store of this build's format (atomically).
     @discardableResult
     public func create() -> Bool {
         makeDirectory(directory)
-        return replaceFile(path, with: Self.header + "\n")
+        return replaceFile(currentPath, with: format == 1 ? "" : Self.header + "\n")
     }
 
     /// Converts format 1 to format 2: writes `notes.v2` with every format-1 note (atomically),

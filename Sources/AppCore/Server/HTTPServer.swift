@@ -212,9 +212,12 @@ final class HTTPServer: Sendable {
         guard let head else { return }
         let started = monotonicSeconds()
         let answer = HTTPExchange.answer(toHead: head)
+        let notes = NotesStore(directory: launch.dataDirectory, version: launch.version)
+        // Which build answered and which notes format it reads, on every response.
+        let identityHeaders = [("X-Sample-Version", launch.version), ("X-Sample-Notes-Format", String(notes.format))]
         if answer == .metrics {
             let body = metrics.withLock { $0.exposition(version: launch.version, build: launch.build) }
-            send(HTTPExchange.response(status: 200, reason: "OK", body: body, contentType: HTTPExchange.metricsContentType), to: fd)
+            send(HTTPExchange.response(status: 200, reason: "OK", body: body, contentType: HTTPExchange.metricsContentType, headers: identityHeaders), to: fd)
             return
         }
         let misbehaviour = misbehaviourFile.current(now: started)
@@ -230,6 +233,20 @@ final class HTTPServer: Sendable {
             } else {
                 response = (200, "OK", identity + "\n")
             }
+        case .listNotes:
+            if let problem = notes.formatProblem() {
+                response = (500, "Internal Server Error", problem + "\n")
+            } else {
+                response = (200, "OK", notes.list().map { $0 + "\n" }.joined())
+            }
+        case .addNote(let text):
+            if let problem = notes.formatProblem() {
+                response = (500, "Internal Server Error", problem + "\n")
+            } else if notes.add(text) {
+                response = (200, "OK", text + "\n")
+            } else {
+                response = (500, "Internal Server Error", "the note could not be written to \(notes.currentPath)\n")
+            }
         case .failure(let status, let reason, let body):
             response = (status, reason, body)
         case .metrics:
@@ -238,7 +255,7 @@ final class HTTPServer: Sendable {
         // Counted before it is sent: a client that asks for /metrics once it has its answer
         // finds it counted.
         metrics.withLock { $0.record(status: response.status, seconds: monotonicSeconds() - started) }
-        send(HTTPExchange.response(status: response.status, reason: response.reason, body: response.body), to: fd)
+        send(HTTPExchange.response(status: response.status, reason: response.reason, body: response.body, headers: identityHeaders), to: fd)
     }
 
     /// The request's head, up to its blank line (at most 16 KiB); nil when the client closed,

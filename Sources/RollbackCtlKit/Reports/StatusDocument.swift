@@ -101,11 +101,34 @@ package struct StatusDocument: Codable, Equatable, Sendable {
         package var candidatePID: Int32?
         package var candidateSlot: String?
         package var switchFailure: SwitchFailure?
+        /// The stop-first switch under way: connections wait while no child serves.
+        package var pause: StopFirstSwitch? = nil
+        /// The last stop-first switch that happened.
+        package var lastSwitch: StopFirstSwitch? = nil
 
         enum CodingKeys: String, CodingKey {
             case pid, startedAt = "started_at", childPID = "child_pid", childSlot = "child_slot"
             case childUptimeSeconds = "child_uptime_s", restarts, childReady = "child_ready"
             case candidatePID = "candidate_pid", candidateSlot = "candidate_slot", switchFailure = "switch_failure"
+            case pause, lastSwitch = "last_switch"
+        }
+    }
+
+    /// A stop-first switch (docs/supervise.md, "Live switches"): its path, why, and the pause.
+    package struct StopFirstSwitch: Codable, Equatable, Sendable {
+        package var path: String
+        package var from: String
+        package var to: String
+        package var fromVersion: String
+        package var toVersion: String
+        package var why: String
+        /// The pause, from the drain to the target's readiness; absent while it runs.
+        package var pausedMilliseconds: Int?
+        package var at: String
+
+        enum CodingKeys: String, CodingKey {
+            case path, from, to, fromVersion = "from_version", toVersion = "to_version", why
+            case pausedMilliseconds = "paused_ms", at
         }
     }
 

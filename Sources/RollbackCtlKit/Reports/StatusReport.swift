@@ -240,8 +240,13 @@ struct StatusReport {
                 let slot = supervisor.candidateSlot.map { "the \($0.rawValue) slot" } ?? "the new slot"
                 lines.append("Switching: \(slot) is starting in pid \(pid); the old child serves until it is ready.")
             }
-            if let failure = supervisor.switchFailure {
+            if let pause = supervisor.pause {
+                lines.append("Switching: \(pause.sentence); paused since \(formatRFC3339(pause.at)), connections wait in the queue.")
+            }
+            if let failure = supervisor.switchFailure, failure.at >= supervisor.lastSwitch?.at ?? 0 {
                 lines.append("Last switch: \(HealthPolicy.capitalized(failure.reason)) (\(formatRFC3339(failure.at))).")
+            } else if let last = supervisor.lastSwitch {
+                lines.append("Last switch: \(last.sentence) (\(formatRFC3339(last.at))).")
             }
         }
         lines.append(contentsOf: probationLines)
@@ -297,11 +302,18 @@ struct StatusReport {
                     childSlot: record.childSlot?.rawValue, childUptimeSeconds: record.childStartedAt.map { currentUnixTime() - $0 },
                     restarts: record.restarts, childReady: record.childReady, candidatePID: record.candidatePID,
                     candidateSlot: record.candidateSlot?.rawValue,
-                    switchFailure: record.switchFailure.map { .init(slot: $0.slot.rawValue, at: formatRFC3339($0.at), reason: $0.reason) })
+                    switchFailure: record.switchFailure.map { .init(slot: $0.slot.rawValue, at: formatRFC3339($0.at), reason: $0.reason) },
+                    pause: record.pause.map(Self.document), lastSwitch: record.lastSwitch.map(Self.document))
             },
             bundle: bundleRoot,
             remote: remoteDocument,
             data: dataDocument,
             probation: probationDocument)
+    }
+
+    /// A stop-first switch as `--json` shows it.
+    static func document(_ record: SupervisorRecord.LastSwitch) -> StatusDocument.StopFirstSwitch {
+        .init(path: record.path, from: record.from.rawValue, to: record.to.rawValue, fromVersion: record.fromVersion,
+              toVersion: record.toVersion, why: record.why, pausedMilliseconds: record.pausedMilliseconds, at: formatRFC3339(record.at))
     }
 }

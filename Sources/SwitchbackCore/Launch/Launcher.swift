@@ -167,7 +167,7 @@ public enum Launcher {
         if let (slot, reason) = choice.switchFlag {
             let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
             do {
-                let result = try switcher.perform(rollback: slot == .previous, source: .auto, reason: reason)
+                let result = try switcher.perform(rollback: slot == .previous, source: .auto, reason: reason, handsOff: false)
                 if let refusal = result.refusal { plan = planner.afterRefusedSwitch(plan, refusal: refusal) }
             } catch {
                 // Converted but not recorded: the data is the previous build's now, so it runs.

@@ -25,6 +25,9 @@ public struct SwitchHistoryEvent: Sendable, Equatable {
         /// A supervised live switch did not happen: the new child was not ready in time or
         /// exited first, and the serving slot (`from`) kept serving.
         case switchFailed = "switch_failed"
+        /// A supervised switch took the stop-first path (the data was converted for the target
+        /// while no child served) and the target serves: the reason names why and the pause.
+        case stopFirst = "stop_first"
         /// `rollbackctl sync` found the install's view of the remote directive stale (the held
         /// directive expired, or none verified within `remote.max_staleness_s`): written once
         /// per episode, with the sentence `status` shows; `from` and `to` are the slot that

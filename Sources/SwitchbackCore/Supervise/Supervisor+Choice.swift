@@ -15,7 +15,32 @@ extension Supervisor {
         let now = fingerprints()
         guard now != watched else { return }
         watched = now
-        send(.choiceSelects(desiredSlot(running: runningSlot)))
+        let wanted = desiredSlot(running: runningSlot)
+        send(.choiceSelects(wanted, path: wanted == runningSlot ? .startFirst : switchPath(to: wanted, from: runningSlot)))
+    }
+
+    /// How a switch from the serving slot to `target` goes (`LaunchPlanner.switchPath`): back,
+    /// from the data state the current build published; forward, from the steps the target
+    /// would run at its start, asked of it by a planning run (`PendingSteps.query`, read-only,
+    /// while the serving child goes on serving). A planning run that fails leaves the target
+    /// unable to say: the switch goes stop-first, the safe side, and the sentence says why.
+    func switchPath(to target: BuildSlot, from serving: BuildSlot) -> SwitchPath {
+        let targetVersion = manifest[target].version, servingVersion = manifest[serving].version
+        switch target {
+        case .previous:
+            let floor = DataState.load(in: directory, for: manifest)?.readerFloor
+            return LaunchPlanner.switchPath(target: target, targetVersion: targetVersion, servingVersion: servingVersion,
+                                            dataFloor: floor, pendingSteps: [])
+        case .current:
+            var steps: [PendingStep]?
+            switch Launcher.bundleRoot().map({ PendingSteps.query(bundleRoot: $0, manifest: manifest, directory: directory, slot: target) }) {
+            case .success(let answer): steps = answer
+            case .failure(let error): Launcher.printError("launcher: supervisor: \(error.message)")
+            case nil: break
+            }
+            return LaunchPlanner.switchPath(target: target, targetVersion: targetVersion, servingVersion: servingVersion,
+                                            dataFloor: nil, pendingSteps: steps)
+        }
     }
 
     /// The slot the persisted choice selects now. The running build keeps running unless it

@@ -38,10 +38,20 @@ extension Supervisor {
         if other.isRejected {
             Launcher.printError("launcher: supervisor: WARNING: \(description), but automatic rollback will not switch to the \(slot.other.rawValue) build (\(manifest[slot.other].version)), which was rejected: \(other.note ?? "marked bad"). Fix the build, or choose one with rollbackctl.")
         } else if !other.isBad, let bundleRoot = Launcher.bundleRoot() {
-            // No child is serving: nothing writes the data while it is converted back.
             let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
+            if slot == .current, machine.serving != nil, switcher.dataNeedsConversionBack() {
+                // A child of the current build serves (a failed bake window, rollbackctl abort):
+                // the data is converted back only once it has stopped (stop-first).
+                let request = SwitchRequest(id: "\(Self.ownRequestPrefix)\(currentUnixTime())", source: by, reason: description, force: false,
+                                            command: "rollbackctl rollback", fromBuild: manifest.current.sha256)
+                let floor = DataState.load(in: directory, for: manifest)?.readerFloor ?? manifest.current.version
+                Launcher.printError("launcher: supervisor: \(description); switching to the previous slot (\(manifest.previous.version)) stop-first.")
+                send(.switchRequested(request, why: "the data (reader floor \(floor)) must be converted back for \(manifest.previous.version)"))
+                return
+            }
+            // No child is serving, or the data needs no conversion: nothing reads data it cannot.
             do {
-                let result = try switcher.perform(rollback: slot.other == .previous, source: by, reason: description)
+                let result = try switcher.perform(rollback: slot.other == .previous, source: by, reason: description, handsOff: false)
                 if let refusal = result.refusal {
                     Launcher.printError("launcher: supervisor: \(description), but it stays: \(refusal)")
                     return

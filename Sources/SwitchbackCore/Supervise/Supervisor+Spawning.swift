@@ -35,7 +35,7 @@ extension Supervisor {
     }
 
     /// Starts a child on the listening sockets, and says how that went as the machine's event.
-    func spawn(_ launch: SupervisorMachine.Launch, intended: BuildSlot?) -> SupervisorMachine.Event {
+    func spawn(_ launch: SupervisorMachine.Launch, intended: BuildSlot?, forcedSlot: BuildSlot? = nil) -> SupervisorMachine.Event {
         var pipeFDs: [Int32] = [-1, -1]
         guard switchback_pipe_cloexec(&pipeFDs) == 0 else { Launcher.fail("supervisor: pipe failed: \(errorString(errno)).") }
         // Both ends above the descriptors the child gets, so no dup2 overwrites another.
@@ -46,6 +46,10 @@ extension Supervisor {
         let reportTarget = Int32(3 + listeners.count)
 
         var environment = Self.inheritedEnvironment()
+        if let forcedSlot {
+            environment.removeAll { $0.hasPrefix("SWITCHBACK_SLOT=") }
+            environment.append("SWITCHBACK_SLOT=\(forcedSlot.rawValue)")
+        }
         environment.append("\(Self.parentVariable)=\(getpid())")
         environment.append("\(Self.reportVariable)=\(reportTarget)")
         environment.append("NOTIFY_SOCKET=\(notify.name)")

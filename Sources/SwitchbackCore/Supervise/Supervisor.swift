@@ -167,9 +167,16 @@ public final class Supervisor {
     func perform(_ action: SupervisorMachine.Action) {
         switch action {
         case .spawn(let launch):
-            let intended: BuildSlot
-            if case .candidate(let slot) = launch { intended = slot } else { intended = desiredSlot(running: nil) }
-            send(spawn(launch, intended: intended))
+            switch launch {
+            case .candidate(let slot), .stopFirst(let slot):
+                send(spawn(launch, intended: slot))
+            case .restore(let slot):
+                // Forced for this start: the launcher's own start path puts the data back in
+                // this build's format, whatever the flag says.
+                send(spawn(launch, intended: slot, forcedSlot: slot))
+            case .first, .restart, .replacement:
+                send(spawn(launch, intended: desiredSlot(running: nil)))
+            }
         case .kill(let pid, let signal):
             kill(pid, signal)
         case .drain(let pid):
@@ -220,6 +227,8 @@ public final class Supervisor {
             recordProbation(record)
         case .markGoodAfterProbation(let slot, let build, let note):
             markGoodAfterProbation(slot: slot, build: build, note: note)
+        case .convert(let request):
+            convert(request)
         case .exit(let code):
             finish(code)
         }
@@ -357,6 +366,7 @@ public final class Supervisor {
             noticeBakeWindow()
             consumeProbationRequest()
         }
+        consumeSwitchRequest()
         watchPersistedChoice()
     }
 
@@ -378,7 +388,9 @@ public final class Supervisor {
                          childStartedAt: serving.map { currentUnixTime() - Int64(now - $0.startedAt) },
                          restarts: machine.restarts, childReady: serving.map { $0.phase == .ready },
                          candidatePID: candidate?.pid, candidateSlot: candidate.flatMap { $0.slot ?? $0.intendedSlot },
-                         switchFailure: machine.switchFailure).save(in: directory)
+                         switchFailure: machine.switchFailure,
+                         pause: machine.pause.map { $0.record(machine.configuration, pausedMilliseconds: nil, at: $0.beganAt / 1000, readyAt: nil) },
+                         lastSwitch: machine.lastSwitch).save(in: directory)
     }
 
     func finish(_ status: Int32) -> Never {

@@ -8,6 +8,7 @@ extension SupervisorMachine {
     mutating func exited(pid: pid_t, status: ExitStatus, now: Moment) -> [Action] {
         if let index = draining.firstIndex(where: { $0.pid == pid }) {
             draining.remove(at: index)
+            if pause != nil { return pauseAfterDrain(now: now) }
             return isStopping && children.isEmpty ? stop(with: exitStatus) : []
         }
         switch state {
@@ -28,6 +29,8 @@ extension SupervisorMachine {
             return cancellingProbe(of: pid) + [.spawn(.replacement)]
         case .running(let child) where child.pid == pid:
             return servingExited(child, status: status, successor: nil, now: now)
+        case .pausing(let pause) where pause.step.child?.pid == pid:
+            return pauseTargetExited(pause.step.child!, status: status, now: now)
         case .switching(let serving, let candidate) where serving.pid == pid:
             return servingExited(serving, status: status, successor: candidate, now: now)
         case .switching(let serving, let candidate) where candidate.pid == pid:
@@ -178,10 +181,16 @@ extension SupervisorMachine {
             state = .running(child)
             switchFailure = nil
         }
+        if let target = pause?.step.child, target.pid == pid { actions += pauseEnded(target, now: moment) }
         guard let serving, serving.pid == pid else { return actions }
         if let how = serving.readySignal?.how { actions.append(.recordGoodMark(serving, how: how)) }
         actions.append(.notifySystemd(["READY=1", "STATUS=\(statusLine(serving))", "MAINPID=\(configuration.supervisorPID)"]))
         actions += probationOnReady(serving, now: moment)
+        if keepsChoice == pid {
+            // Restored after a failed stop-first switch: no retry until the choice changes again.
+            keepsChoice = nil
+            return actions + [.publish, .acknowledgeChoice]
+        }
         // The choice may have changed again while the candidate started.
         return actions + [.publish, .reconsiderChoice]
     }

@@ -21,6 +21,9 @@ struct SupervisorMachine {
         /// A stop-first switch (no listening sockets, or the child was not ready): the child
         /// was sent SIGTERM; the wanted slot starts when it exits.
         case replacing(SupervisedChild)
+        /// A stop-first switch (the data is converted for the target): no child of another
+        /// build serves while connections wait in the queue (SupervisorMachine+Pause).
+        case pausing(Pause)
         /// No child: the next start is due at `until` (monotonic seconds).
         case backingOff(until: Double)
         /// SIGTERM or SIGINT: the children were told to stop; SIGKILL at `deadline`.
@@ -39,6 +42,10 @@ struct SupervisorMachine {
         case replacement
         /// A live switch to the slot.
         case candidate(BuildSlot)
+        /// The target of a stop-first switch, once the old child exited (and the data was converted).
+        case stopFirst(BuildSlot)
+        /// The old slot again, forced for this start, after the target of a stop-first switch failed.
+        case restore(BuildSlot)
     }
 
     /// How a child ended, as `waitpid` said.
@@ -107,8 +114,15 @@ struct SupervisorMachine {
         case signal(Int32)
         /// Time passed: the timers are looked at.
         case tick
-        /// The persisted choice changed and now selects this slot (`desiredSlot(running:)`).
-        case choiceSelects(BuildSlot)
+        /// The persisted choice changed and now selects this slot (`desiredSlot(running:)`),
+        /// by the path `LaunchPlanner.switchPath` chose.
+        case choiceSelects(BuildSlot, path: SwitchPath = .startFirst)
+        /// `Switcher.perform` handed a switch to the previous slot over (`switch.request`), or
+        /// the supervisor's own verdict needs one, and the data must be converted back (`why`).
+        case switchRequested(SwitchRequest, why: String)
+        /// The driver's answer to `.convert`: nil when the flag now selects the target, else
+        /// why the switch did not happen.
+        case converted(failure: String?)
         /// A build the health file calls good exited abnormally (the driver's answer to
         /// `countCrash`).
         case goodBuildCrashed(slot: BuildSlot, build: String)
@@ -169,6 +183,10 @@ struct SupervisorMachine {
         case recordProbation(ProbationRecord)
         /// The build passed its probation (or was promoted): marked good with the note.
         case markGoodAfterProbation(slot: BuildSlot, build: String, note: String)
+        /// Run the switch to the previous slot (`Switcher.perform`, its data converted back)
+        /// now that no child of the current build serves; the driver answers the request and
+        /// the machine (`.converted`).
+        case convert(SwitchRequest)
         /// Remove the record and exit with the code.
         case exit(Int32)
     }
@@ -208,6 +226,11 @@ struct SupervisorMachine {
     var exitStatus: Int32 = 0
     /// The last live switch that did not happen, until one does.
     var switchFailure: SupervisorRecord.SwitchFailure?
+    /// The last stop-first switch that happened (published).
+    var lastSwitch: SupervisorRecord.LastSwitch?
+    /// The child restored after a failed stop-first switch: its readiness acknowledges the
+    /// choice instead of reconsidering it (the supervisor does not retry on its own).
+    var keepsChoice: pid_t?
     /// The child whose readiness probe runs (one attempt at a time).
     var probing: pid_t?
     var nextProbeAt = 0.0
@@ -238,6 +261,9 @@ struct SupervisorMachine {
         switch state {
         case .running(let child), .switching(let child, _), .replacing(let child): return child
         case .stopping(_, let child, _): return child
+        case .pausing(let pause):
+            if case .starting(let child) = pause.step { return child }
+            return nil
         case .idle, .backingOff, .stopped: return nil
         }
     }
@@ -350,8 +376,12 @@ struct SupervisorMachine {
             return received(signal, now: now)
         case .tick:
             return tick(now: now)
-        case .choiceSelects(let wanted):
-            return choiceSelects(wanted, now: now)
+        case .choiceSelects(let wanted, let path):
+            return choiceSelects(wanted, path: path, now: now)
+        case .switchRequested(let request, let why):
+            return switchRequested(request, why: why, now: now)
+        case .converted(let failure):
+            return converted(failure: failure, now: now)
         case .goodBuildCrashed(let slot, let build):
             guard crashes.record(build: build, at: Int64(now.monotonic * 1000)) else { return [] }
             let why = "crashed \(settings.crashLimit) times within \(settings.crashWindowMilliseconds / 1000) s after it was marked good"
@@ -385,6 +415,8 @@ struct SupervisorMachine {
         case .restart, .replacement:
             state = .running(child)
             return [.publish]
+        case .stopFirst, .restore:
+            return pauseSpawned(launch, child: child, error: nil, now: now)
         case .candidate:
             guard case .running(let serving) = state else { return [.kill(pid: pid, signal: SIGKILL)] }
             state = .switching(serving: serving, candidate: child)
@@ -404,6 +436,8 @@ struct SupervisorMachine {
         case .candidate(let wanted):
             switchFailure = .init(slot: wanted, at: now.unix, reason: "the \(wanted.rawValue) slot could not be started")
             return [said, .publish]
+        case .stopFirst, .restore:
+            return pauseSpawned(launch, child: nil, error: error, now: now)
         }
     }
 
@@ -423,8 +457,9 @@ struct SupervisorMachine {
         }
     }
 
-    private mutating func choiceSelects(_ wanted: BuildSlot, now: Moment) -> [Action] {
+    private mutating func choiceSelects(_ wanted: BuildSlot, path: SwitchPath, now: Moment) -> [Action] {
         guard case .running(var running) = state, let runningSlot = running.slot, running.stop == nil, wanted != runningSlot else { return [] }
+        if case .stopFirst(let why) = path { return pauseForChoice(running, wanted: wanted, why: why, now: now) }
         if !configuration.hasListeners || running.phase != .ready {
             running.killAt = now.monotonic + Double(settings.graceMilliseconds) / 1000
             state = .replacing(running)
@@ -472,6 +507,12 @@ struct SupervisorMachine {
         case .switching(var serving, var candidate) where serving.pid == pid || candidate.pid == pid:
             if serving.pid == pid { body(&serving) } else { body(&candidate) }
             state = .switching(serving: serving, candidate: candidate)
+            return true
+        case .pausing(var pause) where pause.step.child?.pid == pid:
+            guard case .starting(var child) = pause.step else { return false }
+            body(&child)
+            pause.step = .starting(child)
+            state = .pausing(pause)
             return true
         case .stopping(let deadline, var serving, var candidate) where serving?.pid == pid || candidate?.pid == pid:
             if serving?.pid == pid { body(&serving!) } else { body(&candidate!) }

@@ -13,6 +13,76 @@ public struct SupervisorRecord: Sendable, Equatable {
         public var reason: String
     }
 
+    /// A stop-first switch: under way (`pausedMilliseconds` nil) or the last one that happened.
+    public struct LastSwitch: Sendable, Equatable {
+        /// `stop-first`.
+        public var path: String
+        public var from: BuildSlot
+        public var to: BuildSlot
+        public var fromVersion: String
+        public var toVersion: String
+        /// The path's clause: why the switch could not be start-first.
+        public var why: String
+        /// The pause, from the drain to the target's readiness; nil while it runs.
+        public var pausedMilliseconds: Int?
+        /// When it ended (Unix seconds), or began while it runs.
+        public var at: Int64
+        /// Its moments in Unix milliseconds: the serving child drained, the last old child gone
+        /// (a conversion back begins), the target started (a conversion back has ended; a
+        /// forward one begins inside it), the target ready.
+        public var drainedAtMilliseconds: Int64? = nil
+        public var stoppedAtMilliseconds: Int64? = nil
+        public var targetStartedAtMilliseconds: Int64? = nil
+        public var readyAtMilliseconds: Int64? = nil
+
+        public init(path: String, from: BuildSlot, to: BuildSlot, fromVersion: String, toVersion: String, why: String,
+                    pausedMilliseconds: Int?, at: Int64) {
+            self.path = path
+            self.from = from
+            self.to = to
+            self.fromVersion = fromVersion
+            self.toVersion = toVersion
+            self.why = why
+            self.pausedMilliseconds = pausedMilliseconds
+            self.at = at
+        }
+
+        /// "stop-first, 1.2.0 → 1.1.9: the data (reader floor 1.2.0) must be converted back for 1.1.9; paused 412 ms"
+        public var sentence: String {
+            "\(path), \(fromVersion) → \(toVersion): \(why)" + (pausedMilliseconds.map { "; paused \($0) ms" } ?? "")
+        }
+
+        func append(to text: inout KeyValueText, prefix: String) {
+            text.append("\(prefix)_path", path)
+            text.append("\(prefix)_from", from.rawValue)
+            text.append("\(prefix)_to", to.rawValue)
+            text.append("\(prefix)_from_version", fromVersion)
+            text.append("\(prefix)_to_version", toVersion)
+            text.append("\(prefix)_why", Limits.truncated(why))
+            if let pausedMilliseconds { text.append("\(prefix)_paused_ms", String(pausedMilliseconds)) }
+            text.append("\(prefix)_at", String(at))
+            for (key, value) in [("drained", drainedAtMilliseconds), ("stopped", stoppedAtMilliseconds),
+                                 ("target_started", targetStartedAtMilliseconds), ("ready", readyAtMilliseconds)] {
+                if let value { text.append("\(prefix)_\(key)_at_ms", String(value)) }
+            }
+        }
+
+        static func parse(_ text: KeyValueText, prefix: String, invalid: (String) -> SwitchbackError) throws(SwitchbackError) -> LastSwitch? {
+            guard let path = text["\(prefix)_path"], let from = text["\(prefix)_from"].flatMap(BuildSlot.init(rawValue:)),
+                  let to = text["\(prefix)_to"].flatMap(BuildSlot.init(rawValue:)),
+                  let at = try text.integer("\(prefix)_at", in: ValueRange.unixTime, invalid: invalid) else { return nil }
+            var record = LastSwitch(path: path, from: from, to: to, fromVersion: text["\(prefix)_from_version"] ?? "",
+                                    toVersion: text["\(prefix)_to_version"] ?? "", why: text["\(prefix)_why"] ?? "",
+                                    pausedMilliseconds: try text.integer("\(prefix)_paused_ms", in: ValueRange.duration, invalid: invalid), at: at)
+            let milliseconds: ClosedRange<Int64> = 0...(ValueRange.unixTime.upperBound * 1000)
+            record.drainedAtMilliseconds = try text.integer("\(prefix)_drained_at_ms", in: milliseconds, invalid: invalid)
+            record.stoppedAtMilliseconds = try text.integer("\(prefix)_stopped_at_ms", in: milliseconds, invalid: invalid)
+            record.targetStartedAtMilliseconds = try text.integer("\(prefix)_target_started_at_ms", in: milliseconds, invalid: invalid)
+            record.readyAtMilliseconds = try text.integer("\(prefix)_ready_at_ms", in: milliseconds, invalid: invalid)
+            return record
+        }
+    }
+
     public var pid: Int32
     public var startedAt: Int64
     public var childPID: Int32?
@@ -25,9 +95,16 @@ public struct SupervisorRecord: Sendable, Equatable {
     public var candidatePID: Int32?
     public var candidateSlot: BuildSlot?
     public var switchFailure: SwitchFailure?
+    /// The stop-first switch under way: connections wait while no child serves (`pause_*` keys).
+    public var pause: LastSwitch?
+    /// The last stop-first switch that happened (`last_switch_*` keys).
+    public var lastSwitch: LastSwitch?
 
     public init(pid: Int32, startedAt: Int64, childPID: Int32?, childSlot: BuildSlot?, childStartedAt: Int64?, restarts: Int,
-                childReady: Bool? = nil, candidatePID: Int32? = nil, candidateSlot: BuildSlot? = nil, switchFailure: SwitchFailure? = nil) {
+                childReady: Bool? = nil, candidatePID: Int32? = nil, candidateSlot: BuildSlot? = nil, switchFailure: SwitchFailure? = nil,
+                pause: LastSwitch? = nil, lastSwitch: LastSwitch? = nil) {
+        self.pause = pause
+        self.lastSwitch = lastSwitch
         self.pid = pid
         self.startedAt = startedAt
         self.childPID = childPID
@@ -63,13 +140,15 @@ public struct SupervisorRecord: Sendable, Equatable {
             text.append("switch_failed_at", String(switchFailure.at))
             text.append("switch_failed_reason", Limits.truncated(switchFailure.reason))
         }
+        pause?.append(to: &text, prefix: "pause")
+        lastSwitch?.append(to: &text, prefix: "last_switch")
         return text.serialized()
     }
 
     /// The record of a supervisor that is still running, or nil (none, a damaged record, or
     /// one whose process is gone).
     public static func live(in directory: StateDirectory) -> SupervisorRecord? {
-        guard let bytes = try? FileSystem.read(path(in: directory), limit: 4096),
+        guard let bytes = try? FileSystem.read(path(in: directory), limit: 16 << 10),
               let record = try? parse(bytes, path: path(in: directory)) else { return nil }
         guard kill(record.pid, 0) == 0 || errno == EPERM else { return nil }
         return record
@@ -96,7 +175,9 @@ public struct SupervisorRecord: Sendable, Equatable {
                                 childReady: text["child_ready"].map { $0 == "true" },
                                 candidatePID: try text.integer("candidate_pid", in: ValueRange.processID, invalid: invalid),
                                 candidateSlot: text["candidate_slot"].flatMap(BuildSlot.init(rawValue:)),
-                                switchFailure: try switchFailure(text, invalid: invalid))
+                                switchFailure: try switchFailure(text, invalid: invalid),
+                                pause: try LastSwitch.parse(text, prefix: "pause", invalid: invalid),
+                                lastSwitch: try LastSwitch.parse(text, prefix: "last_switch", invalid: invalid))
     }
 
     private static func switchFailure(_ text: KeyValueText, invalid: (String) -> SwitchbackError) throws(SwitchbackError) -> SwitchFailure? {

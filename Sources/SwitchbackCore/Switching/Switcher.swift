@@ -39,8 +39,12 @@ public struct Switcher: Sendable {
     /// would run, for the advice in a refusal. Throws when the switch could not be recorded
     /// (the journal or the flag could not be written), with a sentence that says what was
     /// and was not changed.
+    ///
+    /// A switch to the previous slot whose data must be converted back while a supervisor of
+    /// this bundle serves a child is handed to that supervisor (`handOff`), unless `handsOff`
+    /// is false (the supervisor itself, a start).
     public func perform(rollback: Bool, source: ChoiceSource, reason: String?, force: Bool = false,
-                        command: String = "rollbackctl rollback") throws(SwitchbackError) -> Result {
+                        command: String = "rollbackctl rollback", handsOff: Bool = true) throws(SwitchbackError) -> Result {
         guard rollback else {
             let outcome = try StateStore(directory: directory).setRollback(false, source: source, reason: reason, manifest: manifest)
             return Result(switched: outcome)
@@ -51,6 +55,7 @@ public struct Switcher: Sendable {
         if let problem = previousSlotProblem() {
             return Result(refusal: "\(problem) Nothing was converted and the flag is unchanged: a rollback needs a previous build that can run.")
         }
+        if handsOff, let handed = try handOff(source: source, reason: reason, force: force, command: command) { return handed }
         let journal = SwitchJournal(rollback: true, source: source, reason: reason, force: force,
                                     startedAt: currentUnixTime(), fromBuild: manifest.current.sha256)
         do {

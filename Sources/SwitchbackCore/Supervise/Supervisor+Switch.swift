@@ -1,0 +1,78 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The stop-first switch's I/O: the switch `Switcher.perform` hands over (`switch.request`),
+/// run here once no child of the current build serves, and its answer (`switch.answer`).
+extension Supervisor {
+    /// `switch.request`: read, removed, handed to the machine when one child serves (a switch
+    /// already under way leaves it for later: the requester waits) or run at once when none does.
+    func consumeSwitchRequest() {
+        guard trusted else { return }
+        let path = SwitchRequest.path(in: directory)
+        guard let bytes = try? FileSystem.read(path, limit: 64 << 10) else { return }
+        let idle: Bool
+        switch machine.state {
+        case .running: idle = false
+        case .backingOff, .idle: idle = true
+        default: return
+        }
+        try? FileSystem.remove(path)
+        let request: SwitchRequest
+        do { request = try SwitchRequest.parse(bytes, path: path) } catch {
+            Launcher.printError("launcher: supervisor: \(error.message)")
+            return
+        }
+        guard request.fromBuild == manifest.current.sha256 else {
+            answer(.init(id: request.id, status: "refused", message: "The switch was requested for another bundle (current build \(request.fromBuild.prefix(12))) than the one this supervisor runs (\(manifest.current.sha256.prefix(12))); nothing was changed: run the command again."))
+            return
+        }
+        if idle {
+            convert(request)
+            return
+        }
+        let floor = DataState.load(in: directory, for: manifest)?.readerFloor ?? manifest.current.version
+        let decided = LaunchPlanner.switchPath(target: .previous, targetVersion: manifest.previous.version,
+                                               servingVersion: manifest.current.version, dataFloor: floor, pendingSteps: [])
+        let why: String
+        if case .stopFirst(let clause) = decided { why = clause } else { why = "the data must be converted back for \(manifest.previous.version)" }
+        send(.switchRequested(request, why: why))
+    }
+
+    /// Runs the switch to the previous slot (no child of the current build serves now),
+    /// answers the requester, and tells the machine.
+    func convert(_ request: SwitchRequest) {
+        var failure: String?
+        if let bundleRoot = Launcher.bundleRoot() {
+            let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
+            do {
+                let result = try switcher.perform(rollback: true, source: request.source, reason: request.reason, force: request.force,
+                                                  command: request.command, handsOff: false)
+                failure = result.refusal
+                answer(.init(id: request.id, status: result.refusal == nil ? "switched" : "refused", message: result.refusal,
+                             warning: result.warning, changed: result.switched?.changed ?? false,
+                             damagedFileMovedTo: result.switched?.damagedFileMovedTo, downgrade: result.downgrade))
+            } catch {
+                failure = error.message
+                answer(.init(id: request.id, status: "error", message: error.message, errorCode: error.code.rawValue))
+            }
+        } else {
+            failure = "the bundle's directory is unknown, so the data could not be converted back"
+            answer(.init(id: request.id, status: "error", message: "The supervisor could not find its bundle's directory, so the data was not converted back and the flag is unchanged; stop the supervisor, then roll back.", errorCode: SwitchbackError.Code.ioFailure.rawValue))
+        }
+        if let failure, request.id.hasPrefix(Self.ownRequestPrefix) {
+            Launcher.printError("launcher: supervisor: \(request.reason ?? "the switch to the previous slot"), but it stays: \(failure)")
+        }
+        send(.converted(failure: failure.map { $0.hasSuffix(".") ? String($0.dropLast()) : $0 }))
+    }
+
+    /// Requests the supervisor makes itself (a failed bake window, `rollbackctl abort`) get no answer file.
+    static let ownRequestPrefix = "supervisor-"
+
+    func answer(_ answer: SwitchRequest.Answer) {
+        guard !answer.id.hasPrefix(Self.ownRequestPrefix) else { return }
+        do { try FileSystem.replace(SwitchRequest.Answer.path(in: directory), with: answer.serialized(), durable: false) } catch {
+            Launcher.printError("launcher: supervisor: the answer to a switch request could not be written (\(error.message)).")
+        }
+    }
+}

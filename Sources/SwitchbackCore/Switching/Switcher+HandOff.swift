@@ -1,0 +1,87 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A switch to the previous slot whose data must be converted back, while a supervisor of
+/// this bundle serves a child of the current build: converting here would leave that child
+/// serving data it cannot read. The switch is handed to the supervisor instead
+/// (`SwitchRequest`), which stops its child, runs this same switch itself once no child
+/// serves, answers, and starts the previous slot. The caller gets the `Result` it would have
+/// got, so every command's output and exit code stay as they are.
+extension Switcher {
+    /// How long the caller waits for the supervisor's answer beyond the child's drain and grace.
+    static let handOffWaitMilliseconds = 60_000
+
+    /// The live supervisor of this bundle that serves a child, unless the caller is that
+    /// supervisor or one of its children.
+    func servingSupervisor() -> SupervisorRecord? {
+        guard let record = SupervisorRecord.live(in: directory), record.childPID != nil,
+              record.pid != getpid(), record.pid != getppid(),
+              let executable = FileSystem.resolved("/proc/\(record.pid)/exe"),
+              executable == (FileSystem.resolved(bundleRoot + "/bin/launcher") ?? bundleRoot + "/bin/launcher") else { return nil }
+        return record
+    }
+
+    /// Whether the previous build cannot read the data as the current build published it.
+    func dataNeedsConversionBack() -> Bool {
+        guard let state = DataState.load(in: directory, for: manifest) else { return false }
+        return !state.isReadable(by: manifest.previous.version)
+    }
+
+    /// Hands the switch to the serving supervisor and waits for its answer; nil when there is
+    /// no such supervisor, the data needs no conversion, or the supervisor went away before it
+    /// took the request (the caller then switches itself: no child serves any more).
+    func handOff(source: ChoiceSource, reason: String?, force: Bool, command: String) throws(SwitchbackError) -> Result? {
+        guard let supervisor = servingSupervisor(), dataNeedsConversionBack() else { return nil }
+        let before = StateStore(directory: directory).load()
+        let target = HealthStore(directory: directory).load().record.health(of: BuildIdentity(manifest, .previous), tries: manifest.trialTries)
+        let request = SwitchRequest(id: "\(getpid())-\(currentUnixTime())", source: source, reason: reason, force: force,
+                                    command: command, fromBuild: manifest.current.sha256)
+        let requestPath = SwitchRequest.path(in: directory), answerPath = SwitchRequest.Answer.path(in: directory)
+        do {
+            try directory.prepare()
+            try? FileSystem.remove(answerPath)
+            try FileSystem.replace(requestPath, with: request.serialized(), durable: false)
+        } catch {
+            throw SwitchbackError(error.code, "Could not hand the switch to the supervisor (pid \(supervisor.pid)) in \(directory.path) (\(error.clause)); nothing was changed: make the directory writable, then retry.", path: error.path, errno: error.errno)
+        }
+        let settings = SupervisorSettings(manifest: manifest)
+        let limit = Self.handOffWaitMilliseconds + settings.drainMilliseconds + settings.graceMilliseconds
+        var waited = 0
+        while waited < limit {
+            var pause = timespec(tv_sec: 0, tv_nsec: 20_000_000)
+            nanosleep(&pause, nil)
+            waited += 20
+            if let bytes = try? FileSystem.read(answerPath, limit: 64 << 10),
+               let answer = try? SwitchRequest.Answer.parse(bytes, path: answerPath), answer.id == request.id {
+                try? FileSystem.remove(answerPath)
+                return try result(of: answer, before: before, target: target, source: source)
+            }
+            if kill(supervisor.pid, 0) != 0 && errno == ESRCH {
+                // Gone, with its children (they die with it): if it had not taken the request,
+                // the switch is the caller's again.
+                guard (try? FileSystem.read(requestPath, limit: 64 << 10)) != nil else { break }
+                try? FileSystem.remove(requestPath)
+                return nil
+            }
+        }
+        let taken = (try? FileSystem.read(requestPath, limit: 64 << 10)) == nil
+        try? FileSystem.remove(requestPath)
+        let what = taken ? "took the switch but did not answer" : "did not take the switch"
+        throw SwitchbackError(.ioFailure, "The supervisor (pid \(supervisor.pid)) \(what) within \(limit / 1000) s; \(taken ? "it may still happen: see rollbackctl status and rollbackctl history" : "nothing was changed"), then retry if the flag is not what you wanted.", path: requestPath)
+    }
+
+    private func result(of answer: SwitchRequest.Answer, before: LoadedState, target: SlotHealth, source: ChoiceSource) throws(SwitchbackError) -> Result {
+        switch answer.status {
+        case "switched":
+            let switched = SwitchOutcome(changed: answer.changed, before: before, damagedFileMovedTo: answer.damagedFileMovedTo,
+                                         rearmed: source != .auto && target.isBad ? target : nil)
+            return Result(downgrade: answer.downgrade, switched: switched, warning: answer.warning)
+        case "refused":
+            return Result(downgrade: answer.downgrade, refusal: answer.message ?? "The supervisor refused the switch; the flag is unchanged.")
+        default:
+            let code = answer.errorCode.flatMap(SwitchbackError.Code.init(rawValue:)) ?? .ioFailure
+            throw SwitchbackError(code, answer.message ?? "The supervisor could not make the switch; the flag is unchanged.")
+        }
+    }
+}
