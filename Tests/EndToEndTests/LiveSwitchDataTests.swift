@@ -16,8 +16,10 @@ import Glibc
 
     /// The bundle, supervised on a free port, with notes written by 1.1.9 and migrated to
     /// format 2 by 1.2.0's first supervised start (the data its previous build needs converted back).
-    static func server(_ settings: [String: String] = [:], environment: [String: String] = [:]) throws -> (TestBundle, Int, SupervisedLauncher) {
+    static func server(_ settings: [String: String] = [:], environment: [String: String] = [:],
+                       prepare: (TestBundle) throws -> Void = { _ in }) throws -> (TestBundle, Int, SupervisedLauncher) {
         let t = try TestBundle(release: "1.2.0-after-1.1.9")
+        try prepare(t)
         let port = try unusedLocalPort()
         try t.setManifestSetting("supervise", "true")
         try t.setManifestSetting("supervise.listen", "127.0.0.1:\(port)")
