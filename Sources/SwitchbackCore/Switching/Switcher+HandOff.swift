@@ -13,10 +13,12 @@ extension Switcher {
     static let handOffWaitMilliseconds = 60_000
 
     /// The live supervisor of this bundle that serves a child, unless the caller is that
-    /// supervisor or one of its children.
+    /// supervisor. A child of it hands off like anyone else (the sync it starts for a
+    /// directive file is one); its supervised launcher, which the supervisor waits for, never
+    /// asks (`handsOff: false`).
     func servingSupervisor() -> SupervisorRecord? {
         guard let record = SupervisorRecord.live(in: directory), record.childPID != nil,
-              record.pid != getpid(), record.pid != getppid(),
+              record.pid != getpid(),
               let executable = FileSystem.resolved("/proc/\(record.pid)/exe"),
               executable == (FileSystem.resolved(bundleRoot + "/bin/launcher") ?? bundleRoot + "/bin/launcher") else { return nil }
         return record
