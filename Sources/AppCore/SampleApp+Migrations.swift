@@ -54,6 +54,30 @@ extension SampleApp {
             try failIfAsked(launch)
             guard format2.migrateFromFormat1() else { throw SampleError("cannot convert \(notes.legacyPath) to \(notes.path)") }
         }
+        try registerExpandStepIfAsked(&migrator, launch: launch)
+    }
+
+    /// `SAMPLE_EXPAND_STEP=VERSION[:FLOOR]` registers an expand step at VERSION, `notes-index`:
+    /// it writes `notes.index` beside the notes, a file no build reads, so every build still
+    /// reads the data after it. With FLOOR (the version before, say) the step declares so, and
+    /// a live switch to VERSION stays start-first; without, its own version is its floor and
+    /// the switch goes stop-first (docs/AppVersions.md, "What a build reports before a switch").
+    static func registerExpandStepIfAsked(_ migrator: inout Migrator, launch: LaunchInfo) throws {
+        guard let value = getenv("SAMPLE_EXPAND_STEP").map({ String(cString: $0) }) else { return }
+        let parts = value.split(separator: ":", maxSplits: 1).map(String.init)
+        guard let version = try? Version(parsing: parts[0]) else {
+            throw SampleError("SAMPLE_EXPAND_STEP wants VERSION[:FLOOR], not '\(value)'")
+        }
+        var floor: Version?
+        if parts.count > 1 {
+            guard let parsed = try? Version(parsing: parts[1]) else { throw SampleError("SAMPLE_EXPAND_STEP's floor is not a version: '\(parts[1])'") }
+            floor = parsed
+        }
+        let index = launch.dataDirectory + "/notes.index"
+        let notes = NotesStore(directory: launch.dataDirectory, version: launch.version)
+        migrator.register("notes-index", at: version, readerFloor: floor, revert: { _ in _ = unlink(index) }) { _ in
+            guard replaceFile(index, with: "\(notes.list().count)\n") else { throw SampleError("cannot write \(index)") }
+        }
     }
 
     /// `note` commands write the data and exit: they hold the data lock for their whole
