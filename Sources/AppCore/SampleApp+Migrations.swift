@@ -21,12 +21,15 @@ extension SampleApp {
         sleep(milliseconds: milliseconds)
     }
 
-    /// `SAMPLE_FAIL_MIGRATION=<version>` makes `notes-v2` fail (after the SDK took its
-    /// snapshot, before it converts anything) in the build of that version: a migration that
-    /// fails, for the stop-first switch's failure tests.
+    /// A file `fail-migration` in the data directory naming a version makes `notes-v2` fail
+    /// (after the SDK took its snapshot, before it converts anything) in the build of that
+    /// version: a migration that fails, for the stop-first switch's failure tests. A file, not
+    /// the environment, so that a test can arm it after the supervisor started (the earlier
+    /// starts of that version must migrate).
     static func failIfAsked(_ launch: LaunchInfo) throws {
-        guard let value = getenv("SAMPLE_FAIL_MIGRATION").map({ String(cString: $0) }), value == launch.version else { return }
-        throw SampleError("notes-v2 fails on purpose (SAMPLE_FAIL_MIGRATION=\(value))")
+        let path = launch.dataDirectory + "/fail-migration"
+        guard let named = readLinesIfReadable(path)?.first, named == launch.version else { return }
+        throw SampleError("notes-v2 fails on purpose (\(path) names \(named))")
     }
 
     /// The sample's data migrations. The SDK runs the due ones before `main`, and undoes

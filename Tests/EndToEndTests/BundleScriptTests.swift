@@ -187,7 +187,9 @@ import Testing
         bytes[bytes.count / 2] ^= 0x01
         try bytes.write(to: URL(fileURLWithPath: slot))
         let repository = TestBundle.releases + "/repo"
-        let pinned = try shell("git", "-C", repository, "rev-parse", "v1.2.0").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        // What the scratch repository's checkout pins now (the release fixture leaves it at its
+        // last release, whose pin is not 1.3.0's commit).
+        let pinned = try shell("git", "-C", repository, "rev-parse", "HEAD:PreviousVersion").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let built13 = try shell("git", "-C", repository, "rev-parse", "v1.3.0").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
         let cases = [

@@ -117,10 +117,12 @@ import Glibc
 
     @Test
     func aRollforwardWhoseMigrationFailsLeavesTheOlderBuildServingWithEveryNote() throws {
-        let (t, port, app) = try Self.server(environment: ["SAMPLE_FAIL_MIGRATION": Self.newer])
+        let (t, port, app) = try Self.server()
         defer { app.stop() }
         #expect(try t.rollbackctl("rollback").status == 0)
         #expect(app.wait(upTo: 60) { app.record?.childSlot == .previous && app.record?.childReady == true })
+        // From now on 1.2.0's notes-v2 fails (Sources/AppCore/SampleApp+Migrations.swift).
+        try "\(Self.newer)\n".write(toFile: t.state + "/data/fail-migration", atomically: true, encoding: .utf8)
         let client = try NotesClient(port: port)
         #expect(waitUntil(seconds: 10) { client.responses().count > 20 })
         #expect(try t.rollbackctl("rollforward").status == 0)

@@ -76,14 +76,23 @@ struct ProbationRequestCommand {
             var pause = timespec(tv_sec: 0, tv_nsec: 50_000_000)
             nanosleep(&pause, nil)
             waited += 50
-            guard let now = try? ProbationRecord.load(in: directory), now.build == record.build else { continue }
+            let aborted = "Aborted \(what): it is marked bad and the \(record.slot.other.rawValue) slot (\(workspace.manifest[record.slot.other].version)) takes over."
+            guard let now = try? ProbationRecord.load(in: directory), now.build == record.build else {
+                // The other build may already be on probation in its turn (the record is
+                // replaced once it is ready): the abort shows in the build's verdict, which
+                // only an operator's rejection makes bad by the command line.
+                if !promote, abortShows(in: record) {
+                    console.out(aborted)
+                    return
+                }
+                continue
+            }
             switch now.state {
             case .promoted:
                 console.out("Promoted \(what): its bake window ended early and it stays, marked good.")
                 return
             case .aborted:
-                let other = record.slot.other
-                console.out("Aborted \(what): it is marked bad and the \(other.rawValue) slot (\(workspace.manifest[other].version)) takes over.")
+                console.out(aborted)
                 return
             case .baking, .inconclusive:
                 continue
@@ -92,6 +101,15 @@ struct ProbationRequestCommand {
             }
         }
         throw .failure("The supervisor (pid \(supervisor.pid)) did not act on the request within \(Self.waitMilliseconds / 1000) s; it stays in \(ProbationRecord.requestPath(in: directory)) and is acted on when the supervisor next looks.")
+    }
+
+    /// Whether the build of `record` is now rejected by an operator (what an abort leaves).
+    func abortShows(in record: ProbationRecord) -> Bool {
+        let manifest = workspace.manifest
+        guard manifest[record.slot].sha256 == record.build else { return false }
+        let health = HealthStore(directory: workspace.directory).load().record
+            .health(of: BuildIdentity(manifest, record.slot), tries: manifest.trialTries)
+        return health.isBad && health.markedBy == .cli
     }
 }
 
