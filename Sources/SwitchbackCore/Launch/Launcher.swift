@@ -54,7 +54,7 @@ public enum Launcher {
             Supervisor.adoptParent()
         } else if role.supervises(manifest) {
             StrictModes.forgetTrustedDirectories()
-            Supervisor.run(manifest: manifest, directory: directory, trusted: trusted)
+            Supervisor.run(manifest: manifest, bundleRoot: bundleRoot, directory: directory, trusted: trusted)
         }
 
         // Plan (pure), then act. The slot checks are the planner's lazy input: a slot is

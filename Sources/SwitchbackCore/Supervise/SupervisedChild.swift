@@ -33,8 +33,11 @@ struct SupervisedChild: Equatable {
     let startedAt: Double
     /// The slot the persisted choice selected when the child was started; the child names
     /// the one it actually runs (`slot`) on its report pipe.
-    let intendedSlot: BuildSlot?
+    var intendedSlot: BuildSlot?
     var slot: BuildSlot?
+    /// Set when a release installed under the supervisor holds this child's build in neither
+    /// slot: the version it runs (the child is then called the previous slot's, and replaced).
+    var outdatedVersion: String?
     var build: String?
     var phase = Phase.starting
     /// When an unready child is stopped: the start deadline, extended by EXTEND_TIMEOUT_USEC.
@@ -69,6 +72,7 @@ struct SupervisedChild: Equatable {
 
     /// "the previous slot (pid 42)", or "the app (pid 42)" before it named its slot.
     var title: String {
+        if let outdatedVersion { return "\(outdatedVersion), of the release before (pid \(pid))" }
         let what = (slot ?? intendedSlot).map { "the \($0.rawValue) slot" } ?? "the app"
         return "\(what) (pid \(pid))"
     }

@@ -25,7 +25,9 @@ extension Supervisor {
     /// while the serving child goes on serving). A planning run that fails leaves the target
     /// unable to say: the switch goes stop-first, the safe side, and the sentence says why.
     func switchPath(to target: BuildSlot, from serving: BuildSlot) -> SwitchPath {
-        let targetVersion = manifest[target].version, servingVersion = manifest[serving].version
+        // A serving build of a release installed before this one is named by its own version.
+        let targetVersion = manifest[target].version
+        let servingVersion = machine.serving?.outdatedVersion ?? manifest[serving].version
         switch target {
         case .previous:
             let floor = DataState.load(in: directory, for: manifest)?.readerFloor
@@ -33,10 +35,9 @@ extension Supervisor {
                                             dataFloor: floor, pendingSteps: [])
         case .current:
             var steps: [PendingStep]?
-            switch Launcher.bundleRoot().map({ PendingSteps.query(bundleRoot: $0, manifest: manifest, directory: directory, slot: target) }) {
+            switch PendingSteps.query(bundleRoot: bundleRoot, manifest: manifest, directory: directory, slot: target) {
             case .success(let answer): steps = answer
             case .failure(let error): Launcher.printError("launcher: supervisor: \(error.message)")
-            case nil: break
             }
             return LaunchPlanner.switchPath(target: target, targetVersion: targetVersion, servingVersion: servingVersion,
                                             dataFloor: nil, pendingSteps: steps)

@@ -37,7 +37,7 @@ extension Supervisor {
         let description = "the \(slot.rawValue) build (\(manifest[slot].version)) \(why)"
         if other.isRejected {
             Launcher.printError("launcher: supervisor: WARNING: \(description), but automatic rollback will not switch to the \(slot.other.rawValue) build (\(manifest[slot.other].version)), which was rejected: \(other.note ?? "marked bad"). Fix the build, or choose one with rollbackctl.")
-        } else if !other.isBad, let bundleRoot = Launcher.bundleRoot() {
+        } else if !other.isBad {
             let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
             if slot == .current, machine.serving != nil, switcher.dataNeedsConversionBack() {
                 // A child of the current build serves (a failed bake window, rollbackctl abort):

@@ -63,10 +63,6 @@ extension Supervisor {
     /// that fails, is an inconclusive probation with the sentence, never a rollback.
     func startAnalyzer(_ record: ProbationRecord) {
         stopAnalyzer()
-        guard let bundleRoot = Launcher.bundleRoot() else {
-            send(.analyzerExited("the bundle's directory is unknown, so no analyzer ran"))
-            return
-        }
         let program: ProgramFile
         do { program = try ProgramFile.open(bundleRoot + "/bin/rollbackctl-remote", what: "rollbackctl-remote program") } catch {
             send(.analyzerExited("no analyzer ran: \(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)"))

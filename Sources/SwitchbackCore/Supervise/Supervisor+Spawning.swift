@@ -71,7 +71,7 @@ extension Supervisor {
 
         var pid: pid_t = 0
         let result = withCStrings(environment) { envp in
-            withChildSpawnAttributes { posix_spawn(&pid, "/proc/self/exe", &actions, $0, CommandLine.unsafeArgv, UnsafeMutablePointer(mutating: envp)) }
+            withChildSpawnAttributes { posix_spawn(&pid, launcherPath, &actions, $0, CommandLine.unsafeArgv, UnsafeMutablePointer(mutating: envp)) }
         }
         close(writeEnd)
         if result != 0 {

@@ -43,22 +43,17 @@ extension Supervisor {
     /// answers the requester, and tells the machine.
     func convert(_ request: SwitchRequest) {
         var failure: String?
-        if let bundleRoot = Launcher.bundleRoot() {
-            let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
-            do {
-                let result = try switcher.perform(rollback: true, source: request.source, reason: request.reason, force: request.force,
-                                                  command: request.command, handsOff: false)
-                failure = result.refusal
-                answer(.init(id: request.id, status: result.refusal == nil ? "switched" : "refused", message: result.refusal,
-                             warning: result.warning, changed: result.switched?.changed ?? false,
-                             damagedFileMovedTo: result.switched?.damagedFileMovedTo, downgrade: result.downgrade))
-            } catch {
-                failure = error.message
-                answer(.init(id: request.id, status: "error", message: error.message, errorCode: error.code.rawValue))
-            }
-        } else {
-            failure = "the bundle's directory is unknown, so the data could not be converted back"
-            answer(.init(id: request.id, status: "error", message: "The supervisor could not find its bundle's directory, so the data was not converted back and the flag is unchanged; stop the supervisor, then roll back.", errorCode: SwitchbackError.Code.ioFailure.rawValue))
+        let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
+        do {
+            let result = try switcher.perform(rollback: true, source: request.source, reason: request.reason, force: request.force,
+                                              command: request.command, handsOff: false)
+            failure = result.refusal
+            answer(.init(id: request.id, status: result.refusal == nil ? "switched" : "refused", message: result.refusal,
+                         warning: result.warning, changed: result.switched?.changed ?? false,
+                         damagedFileMovedTo: result.switched?.damagedFileMovedTo, downgrade: result.downgrade))
+        } catch {
+            failure = error.message
+            answer(.init(id: request.id, status: "error", message: error.message, errorCode: error.code.rawValue))
         }
         if let failure, request.id.hasPrefix(Self.ownRequestPrefix) {
             Launcher.printError("launcher: supervisor: \(request.reason ?? "the switch to the previous slot"), but it stays: \(failure)")

@@ -49,7 +49,24 @@ public final class Supervisor {
 
     // MARK: - The parent: the driver of SupervisorMachine
 
-    let manifest: Manifest
+    /// The release the supervisor acts for: the one it started with, then each release
+    /// installed under it (Supervisor+Release.swift).
+    var manifest: Manifest
+    /// The bundle's path as the supervisor was started from it (a symlink a deploy flips
+    /// stays a symlink): where a new release is looked for.
+    let bundlePath: String
+    /// The directory of the release in `manifest` (resolved), and where its launcher is in
+    /// it: every child, planning run and conversion runs that release's own programs.
+    var bundleRoot: String
+    let launcherInBundle: String
+    var launcherPath: String { bundleRoot + launcherInBundle }
+    /// The manifest file as the release in `manifest` was read, and a changed one seen at the
+    /// last check, which is adopted when the next check sees it unchanged.
+    var releaseSeen: FileFingerprint?
+    var releaseSettling: FileFingerprint?
+    /// A manifest that could not be adopted: said once, looked at again when it changes.
+    var releaseRefused: FileFingerprint?
+    var nextReleaseCheck = 0.0
     let directory: StateDirectory
     let trusted: Bool
     let settings: SupervisorSettings
@@ -91,14 +108,16 @@ public final class Supervisor {
     /// The last version a sync was started for: never started twice for the same one.
     var directiveTried: String?
 
-    init(manifest: Manifest, directory: StateDirectory, trusted: Bool) {
+    init(manifest: Manifest, bundle: (path: String, root: String, launcher: String), directory: StateDirectory, trusted: Bool) {
         self.manifest = manifest
+        bundlePath = bundle.path
+        bundleRoot = bundle.root
+        launcherInBundle = bundle.launcher
+        releaseSeen = Self.manifestFingerprint(bundleRoot: bundle.path)
         self.directory = directory
         self.trusted = trusted
         settings = SupervisorSettings(manifest: manifest)
-        remoteCheck = trusted ? Launcher.bundleRoot().flatMap {
-            RemoteCheckTrigger(manifest: manifest, directory: directory, bundleRoot: $0)
-        } : nil
+        remoteCheck = trusted ? RemoteCheckTrigger(manifest: manifest, directory: directory, bundleRoot: bundle.root) : nil
         directiveFile = remoteCheck?.settings.filePath
         if let problem = SupervisorSettings.problem(in: manifest) { Launcher.fail(problem) }
         if let problem = Analyzer.problem(in: manifest) { Launcher.fail(problem) }
@@ -120,8 +139,8 @@ public final class Supervisor {
 
     /// Supervises until the app exits 0 or the supervisor is told to stop; exits with the
     /// child's status (its exit code, or 128 + the signal that killed it).
-    public static func run(manifest: Manifest, directory: StateDirectory, trusted: Bool) -> Never {
-        Supervisor(manifest: manifest, directory: directory, trusted: trusted).loop()
+    public static func run(manifest: Manifest, bundleRoot: String, directory: StateDirectory, trusted: Bool) -> Never {
+        Supervisor(manifest: manifest, bundle: invokedBundle(resolved: bundleRoot), directory: directory, trusted: trusted).loop()
     }
 
     func loop() -> Never {
@@ -366,6 +385,7 @@ public final class Supervisor {
             noticeBakeWindow()
             consumeProbationRequest()
         }
+        noticeNewRelease()
         consumeSwitchRequest()
         watchPersistedChoice()
     }

@@ -140,6 +140,8 @@ struct SupervisorMachine {
         case appBad(pid: pid_t, reason: String)
         /// `rollbackctl promote` / `abort`.
         case probationRequest(ProbationRequest)
+        /// A new release was installed at the bundle's path (SupervisorMachine+Release).
+        case releaseInstalled(InstalledRelease)
     }
 
     enum Action: Equatable {
@@ -213,7 +215,8 @@ struct SupervisorMachine {
     /// How long a stopped child gets to write its backtrace before SIGKILL.
     static let backtraceSeconds = 5.0
 
-    let configuration: Configuration
+    /// Changed only by a release installed under the supervisor (its versions).
+    var configuration: Configuration
     // Changed only by handle(_:at:) and its transitions (here and in +Transitions).
     var state = State.idle
     /// Old children leaving after a live switch.
@@ -401,6 +404,8 @@ struct SupervisorMachine {
             return appSignal(pid: pid, line: "app-bad \(reason)")
         case .probationRequest(let request):
             return probationRequested(request, now: now)
+        case .releaseInstalled(let release):
+            return releaseInstalled(release)
         }
     }
 
@@ -458,7 +463,8 @@ struct SupervisorMachine {
     }
 
     private mutating func choiceSelects(_ wanted: BuildSlot, path: SwitchPath, now: Moment) -> [Action] {
-        guard case .running(var running) = state, let runningSlot = running.slot, running.stop == nil, wanted != runningSlot else { return [] }
+        guard case .running(var running) = state, let runningSlot = running.slot, running.stop == nil,
+              wanted != runningSlot || running.outdatedVersion != nil else { return [] }
         if case .stopFirst(let why) = path { return pauseForChoice(running, wanted: wanted, why: why, now: now) }
         if !configuration.hasListeners || running.phase != .ready {
             running.killAt = now.monotonic + Double(settings.graceMilliseconds) / 1000

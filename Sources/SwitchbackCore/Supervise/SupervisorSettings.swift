@@ -35,6 +35,9 @@ public struct SupervisorSettings: Sendable, Equatable {
     /// out of the accept pool (`supervise.drain_ms`, 500): a request on a connection it
     /// accepted just before arrives and is read, so its graceful stop finishes it.
     public var drainMilliseconds: Int
+    /// How often the supervisor looks at the manifest at its bundle's path for a new release
+    /// installed under it (`supervise.release_check_ms`, 1000; 0: never).
+    public var releaseCheckMilliseconds: Int
 
     public init(manifest: Manifest) {
         graceMilliseconds = manifest.milliseconds("supervise.grace_ms", default: 5000)
@@ -51,6 +54,7 @@ public struct SupervisorSettings: Sendable, Equatable {
         watchdogMilliseconds = manifest.milliseconds("supervise.watchdog_ms", default: 0)
         probeIntervalMilliseconds = max(10, manifest.milliseconds("supervise.probe_interval_ms", default: 100))
         drainMilliseconds = manifest.milliseconds("supervise.drain_ms", default: 500)
+        releaseCheckMilliseconds = manifest.milliseconds("supervise.release_check_ms", default: 1000)
     }
 
     /// The sentence for a manifest whose `supervise.listen` or `supervise.ready` does not

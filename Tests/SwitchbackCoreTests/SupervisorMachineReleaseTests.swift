@@ -1,0 +1,68 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+@testable import SwitchbackCore
+import Testing
+
+/// A release installed under the supervisor (`SupervisorMachine+Release`): the machine learns
+/// the new versions and calls each child by the slot its build has in the new release; the
+/// switch that follows is the usual one. No process, no clock.
+@Suite struct SupervisorMachineReleaseTests {
+    typealias Machine = SupervisorMachine
+    static let at = SupervisorMachineTests.at
+    /// The release after the one the test machine runs (1.3.0 "cur", 1.2.0 "prev"): 1.4.0,
+    /// whose previous slot is the serving 1.3.0.
+    static let next = Machine.InstalledRelease(currentVersion: "1.4.0", currentBuild: "new", previousVersion: "1.3.0", previousBuild: "cur")
+
+    @Test func theServingBuildIsCalledByItsSlotInTheNewReleaseAndTheChoiceIsLookedAtAgain() {
+        var machine = SupervisorMachineTests.serving(listeners: true)
+        let actions = machine.handle(.releaseInstalled(Self.next), at: Self.at(5))
+        #expect(actions == [.say("release 1.4.0 (current) with 1.3.0 (previous) was installed at the bundle's path; the serving build is its previous slot."),
+                            .publish, .reconsiderChoice])
+        #expect(machine.serving?.slot == .previous && machine.serving?.outdatedVersion == nil && machine.serving?.pid == 100)
+        #expect(machine.watchedSlot == .previous)
+        #expect(machine.configuration.version(.current) == "1.4.0" && machine.configuration.version(.previous) == "1.3.0")
+        // The choice selects the new current build: the usual start-first switch, with the new versions.
+        let switched = machine.handle(.choiceSelects(.current, path: .startFirst), at: Self.at(5.1))
+        #expect(switched.contains(.spawn(.candidate(.current))))
+        #expect(switched.contains(.notifySystemd(["RELOADING=1", "STATUS=Switching to the current slot (1.4.0)", "MONOTONIC_USEC=5100000"])))
+    }
+
+    @Test func aStopFirstSwitchToTheNewBuildRestoresTheServingBuildBySlotWhenItFails() {
+        var machine = SupervisorMachineTests.serving(listeners: true)
+        _ = machine.handle(.releaseInstalled(Self.next), at: Self.at(5))
+        let why = "1.4.0 migrates notes-v3, which 1.3.0 cannot read"
+        let began = machine.handle(.choiceSelects(.current, path: .stopFirst(why: why)), at: Self.at(5.1))
+        #expect(SupervisorMachineTests.said(began) == ["the persisted choice now selects the current slot; stop-first: \(why); stopping the previous slot (pid 100) first, new connections wait in the queue."])
+        #expect(machine.handle(.exited(pid: 100, .exited(0)), at: Self.at(5.7)) == [.spawn(.stopFirst(.current))])
+        _ = machine.handle(.spawned(.stopFirst(.current), pid: 200, intendedSlot: .current, goodBuilds: []), at: Self.at(5.7))
+        let failed = machine.handle(.exited(pid: 200, .exited(70)), at: Self.at(6))
+        // The serving build was 1.3.0, the new release's previous slot: that slot starts again.
+        #expect(failed.contains(.spawn(.restore(.previous))))
+        #expect(SupervisorMachineTests.said(failed) == ["The switch to the current slot (1.4.0) did not happen: it exited with code 70 before it was ready; the previous slot (1.3.0) serves again, on data in its own format."])
+    }
+
+    @Test func aServingBuildInNeitherSlotIsReplacedEvenWhenTheChoiceNamesTheSlotItIsCalledBy() {
+        var machine = SupervisorMachineTests.serving(listeners: true)
+        let unrelated = Machine.InstalledRelease(currentVersion: "2.0.0", currentBuild: "two", previousVersion: "1.9.0", previousBuild: "nine")
+        let actions = machine.handle(.releaseInstalled(unrelated), at: Self.at(5))
+        #expect(SupervisorMachineTests.said(actions) == ["release 2.0.0 (current) with 1.9.0 (previous) was installed at the bundle's path; the serving build (1.3.0) is in neither of its slots."])
+        #expect(machine.serving?.outdatedVersion == "1.3.0" && machine.serving?.slot == .previous)
+        #expect(machine.serving?.title == "1.3.0, of the release before (pid 100)")
+        // The choice selects the previous slot (1.9.0): the serving 1.3.0 is still replaced.
+        #expect(machine.handle(.choiceSelects(.previous, path: .startFirst), at: Self.at(5.1)).contains(.spawn(.candidate(.previous))))
+    }
+
+    @Test func theSameBuildsUnderNewVersionsChangeNoSlot() {
+        var machine = SupervisorMachineTests.serving(listeners: true)
+        let same = Machine.InstalledRelease(currentVersion: "1.3.0", currentBuild: "cur", previousVersion: "1.1.0", previousBuild: "old")
+        _ = machine.handle(.releaseInstalled(same), at: Self.at(5))
+        #expect(machine.serving?.slot == .current && machine.serving?.outdatedVersion == nil)
+        #expect(machine.handle(.choiceSelects(.current, path: .startFirst), at: Self.at(5.1)) == [])
+    }
+
+    @Test func aReleaseCheckIntervalCanBeTurnedOff() {
+        #expect(SupervisorMachineTests.machine().settings.releaseCheckMilliseconds == 1000)
+        #expect(SupervisorMachineTests.machine(["supervise.release_check_ms": "0"]).settings.releaseCheckMilliseconds == 0)
+    }
+}
