@@ -132,36 +132,16 @@ public struct DataDowngrade: Sendable {
             return Outcome(status: .unavailable, message: error.clause)
         }
         defer { withExtendedLifetime(program) {} }
-        var pipeEnds: [Int32] = [-1, -1]
-        guard pipe(&pipeEnds) == 0 else {
-            return Outcome(status: .unavailable, message: "cannot create a pipe: \(errorString(errno))")
+        let pid: pid_t, output: Int32
+        switch ChildRun.spawn(program, arguments: [launcherPath], environment: childEnvironment(force: force)) {
+        case .success(let child): (pid, output) = child
+        case .failure(let failure) where failure.inPipe:
+            return Outcome(status: .unavailable, message: "cannot create a pipe: \(errorString(failure.errno))")
+        case .failure(let failure):
+            return Outcome(status: .unavailable, message: "cannot start \(launcherPath): \(errorString(failure.errno))")
         }
-        // Neither end leaks into the child beyond its stdout (dup2 clears the flag there).
-        for end in pipeEnds { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
-
-        let environment = childEnvironment(force: force)
-        let arguments = [launcherPath]
-        var pid: pid_t = 0
-        // A supervisor blocks the signals it reads through a signalfd: unblocked in the child.
-        let spawned = withChildSpawnAttributes { attributes in
-            withCStrings(arguments) { argv in
-                withCStrings(environment) { envp in
-                    posix_spawn(&pid, program.procPath, &actions, attributes, argv, envp)
-                }
-            }
-        }
-        close(pipeEnds[1])
-        guard spawned == 0 else {
-            close(pipeEnds[0])
-            return Outcome(status: .unavailable, message: "cannot start \(launcherPath): \(errorString(spawned))")
-        }
-        let report = (try? FileSystem.readToEnd(pipeEnds[0], path: "the downgrade's report")) ?? []
-        close(pipeEnds[0])
+        let report = (try? FileSystem.readToEnd(output, path: "the downgrade's report")) ?? []
+        close(output)
         var status: Int32 = 0
         _ = retryingInterrupts { waitpid(pid, &status, 0) }
         var outcome = Self.parse(report)

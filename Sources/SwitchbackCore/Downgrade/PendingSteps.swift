@@ -188,19 +188,23 @@ struct ChildRun {
     var output: [UInt8]
     var ending: Ending
 
-    /// Spawns `program` (stdin /dev/null, stdout a pipe, stderr inherited, signals as a child
-    /// of a supervisor needs them), reads its stdout until it closes and the child exits, and
-    /// kills it (SIGKILL) when `deadlineMilliseconds` pass first or it prints more than
-    /// `outputLimit` bytes. The child is always reaped before this returns.
-    static func run(_ program: ProgramFile, arguments: [String], environment: [String],
-                    deadlineMilliseconds: Int, outputLimit: Int) -> ChildRun {
-        let deadline = monotonicNow() + Double(max(0, deadlineMilliseconds)) / 1000
+    /// Why `spawn` started nothing: the pipe or posix_spawn failed, with this errno.
+    struct SpawnFailure: Error {
+        var inPipe: Bool
+        var errno: Int32
+    }
+
+    /// Starts `program` from its checked descriptor (through procfs) with stdin /dev/null,
+    /// stdout a pipe, stderr inherited and the signals a supervisor blocks unblocked: its pid
+    /// and the pipe's read end (close-on-exec, the caller's to close).
+    static func spawn(_ program: ProgramFile, arguments: [String], environment: [String]) -> Result<(pid: pid_t, output: Int32), SpawnFailure> {
         var pipeEnds: [Int32] = [-1, -1]
-        guard switchback_pipe_cloexec(&pipeEnds) == 0 else { return ChildRun(output: [], ending: .notStarted(errno)) }
+        guard switchback_pipe_cloexec(&pipeEnds) == 0 else { return .failure(SpawnFailure(inPipe: true, errno: errno)) }
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
         posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
+        // dup2 clears close-on-exec on the child's stdout only.
         posix_spawn_file_actions_adddup2(&actions, pipeEnds[1], 1)
         var pid: pid_t = 0
         let spawned = withChildSpawnAttributes { attributes in
@@ -213,20 +217,35 @@ struct ChildRun {
         close(pipeEnds[1])
         guard spawned == 0 else {
             close(pipeEnds[0])
-            return ChildRun(output: [], ending: .notStarted(spawned))
+            return .failure(SpawnFailure(inPipe: false, errno: spawned))
         }
-        defer { close(pipeEnds[0]) }
+        return .success((pid, pipeEnds[0]))
+    }
+
+    /// Spawns `program` (stdin /dev/null, stdout a pipe, stderr inherited, signals as a child
+    /// of a supervisor needs them), reads its stdout until it closes and the child exits, and
+    /// kills it (SIGKILL) when `deadlineMilliseconds` pass first or it prints more than
+    /// `outputLimit` bytes. The child is always reaped before this returns.
+    static func run(_ program: ProgramFile, arguments: [String], environment: [String],
+                    deadlineMilliseconds: Int, outputLimit: Int) -> ChildRun {
+        let deadline = monotonicNow() + Double(max(0, deadlineMilliseconds)) / 1000
+        let pid: pid_t, stdout: Int32
+        switch spawn(program, arguments: arguments, environment: environment) {
+        case .success(let child): (pid, stdout) = child
+        case .failure(let failure): return ChildRun(output: [], ending: .notStarted(failure.errno))
+        }
+        defer { close(stdout) }
         var output: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 16 << 10)
         // Read until end of file, the deadline or the limit.
         while true {
             let left = Int32(clamping: Int(((deadline - monotonicNow()) * 1000).rounded(.up)))
             if left <= 0 { return killed(pid, output: output, ending: .timedOut) }
-            var waiter = pollfd(fd: pipeEnds[0], events: Int16(POLLIN), revents: 0)
+            var waiter = pollfd(fd: stdout, events: Int16(POLLIN), revents: 0)
             let ready = poll(&waiter, 1, left)
             if ready < 0 && errno == EINTR { continue }
             if ready == 0 { continue }
-            let count = buffer.withUnsafeMutableBytes { read(pipeEnds[0], $0.baseAddress, $0.count) }
+            let count = buffer.withUnsafeMutableBytes { read(stdout, $0.baseAddress, $0.count) }
             if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             if count <= 0 { break }
             output += buffer[0..<count]
