@@ -70,9 +70,16 @@ import Glibc
         let status = try t.rollbackctl("status")
         #expect(status.stdout.contains("Last switch: stop-first, 1.1.9 → 1.2.0: 1.2.0 migrates notes-v2, which 1.1.9 cannot read; paused \(paused) ms ("), "\(status)")
         #expect(try t.history().contains { $0.kind == "stop_first" && $0.reason?.hasSuffix("paused \(paused) ms") == true })
-        // Every child from now on is the new release's: a crash restarts 1.2.0, not the old launcher.
-        #expect(app.record?.childSlot == .current)
         print("supervisor stderr:\n\(app.stderr)\nstatus:\n\(status.stdout)")
+
+        // The supervisor now acts for the new release, although its own executable is the old
+        // one, deleted: the new release's rollbackctl hands the rollback to it, stop-first.
+        let rollback = try t.rollbackctl("rollback", "--reason", "back to 1.1.9")
+        #expect(rollback.status == 0, "\(rollback)")
+        #expect(rollback.stdout.contains("Data: reverted migration step notes-v2 so that 1.1.9 can read it."), "\(rollback)")
+        #expect(app.wait(upTo: 60) { app.record?.lastSwitch?.to == .previous && app.record?.childReady == true }, "\(app.stderr)")
+        #expect(app.record?.lastSwitch?.why == "the data (reader floor 1.2.0) must be converted back for 1.1.9")
+        #expect(NotesClient.get(port: port, path: "/notes").format == "1")
     }
 
     @Test func aReleaseWhoseMigrationFailsLeavesTheServingBuildServingOnItsOwnFormatWithEveryNote() throws {

@@ -12,15 +12,15 @@ extension Switcher {
     /// How long the caller waits for the supervisor's answer beyond the child's drain and grace.
     static let handOffWaitMilliseconds = 60_000
 
-    /// The live supervisor of this bundle that serves a child, unless the caller is that
-    /// supervisor. A child of it hands off like anyone else (the sync it starts for a
+    /// The live supervisor that serves a child on this state directory, unless the caller is
+    /// that supervisor. A child of it hands off like anyone else (the sync it starts for a
     /// directive file is one); its supervised launcher, which the supervisor waits for, never
-    /// asks (`handsOff: false`).
+    /// asks (`handsOff: false`). Whichever bundle it was started from: after a release was
+    /// installed under it, its own executable is the old release's (or deleted) while it acts
+    /// for this one. A supervisor that acts for another release refuses the request (its
+    /// current build is not the request's), so nothing converts the data beside its child.
     func servingSupervisor() -> SupervisorRecord? {
-        guard let record = SupervisorRecord.live(in: directory), record.childPID != nil,
-              record.pid != getpid(),
-              let executable = FileSystem.resolved("/proc/\(record.pid)/exe"),
-              executable == (FileSystem.resolved(bundleRoot + "/bin/launcher") ?? bundleRoot + "/bin/launcher") else { return nil }
+        guard let record = SupervisorRecord.live(in: directory), record.childPID != nil, record.pid != getpid() else { return nil }
         return record
     }
 
