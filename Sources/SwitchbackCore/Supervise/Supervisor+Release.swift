@@ -96,6 +96,11 @@ extension Supervisor {
         if !changed.isEmpty {
             Launcher.printError("launcher: supervisor: release \(release.current.version) changes \(changed.joined(separator: ", ")); the supervisor keeps the settings it started with until the service is restarted.")
         }
+        // The directive's sync runs the new release's programs against its manifest, with the
+        // settings the supervisor started with (the same, or the restart the line above asks for).
+        if trusted, !changed.contains(where: { $0.hasPrefix("remote.") }) {
+            remoteCheck = RemoteCheckTrigger(manifest: release, directory: directory, bundleRoot: root)
+        }
         send(.releaseInstalled(.init(currentVersion: release.current.version, currentBuild: release.current.sha256,
                                      previousVersion: release.previous.version, previousBuild: release.previous.sha256)))
     }

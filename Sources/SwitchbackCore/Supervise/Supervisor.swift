@@ -72,7 +72,8 @@ public final class Supervisor {
     let settings: SupervisorSettings
     let notify: ChildNotifications
     let systemd: SystemdLink?
-    let remoteCheck: RemoteCheckTrigger?
+    /// Rebuilt for a release installed under the supervisor whose `remote.*` settings are the same.
+    var remoteCheck: RemoteCheckTrigger?
     let startedAt = currentUnixTime()
     /// The listening sockets every child gets at fds 3..., with their names.
     let listeners: [(fd: Int32, name: String, address: String)]
