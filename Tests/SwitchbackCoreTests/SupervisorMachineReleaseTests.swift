@@ -66,3 +66,35 @@ import Testing
         #expect(SupervisorMachineTests.machine(["supervise.release_check_ms": "0"]).settings.releaseCheckMilliseconds == 0)
     }
 }
+
+/// Which supervisor record `rollbackctl status` and `promote`/`abort` trust once a release was
+/// installed under the supervisor: its executable is then the old release's, or deleted.
+@Suite struct SupervisorRecordIdentityTests {
+    static func record(bundle: String?, startedAt: Int64) -> SupervisorRecord {
+        var record = SupervisorRecord(pid: getpid(), startedAt: startedAt, childPID: nil, childSlot: nil, childStartedAt: nil, restarts: 0)
+        record.bundle = bundle
+        return record
+    }
+
+    @Test func aProcessStartTimeIsReadFromProcfs() throws {
+        let started = try #require(SupervisorRecord.processStartTime(getpid()))
+        let now = Int64(time(nil))
+        #expect(started <= now && started > now - 24 * 3600, "\(started) vs \(now)")
+        #expect(SupervisorRecord.processStartTime(Int32.max) == nil)
+    }
+
+    @Test func aRecordNamingTheBundleIsTrustedOnlyForAProcessThatStartedWhenItSays() throws {
+        let started = try #require(SupervisorRecord.processStartTime(getpid()))
+        #expect(Self.record(bundle: "/tmp", startedAt: started).isSupervisor(of: "/tmp"))
+        // A reused pid: the process started long after the record's supervisor.
+        #expect(!Self.record(bundle: "/tmp", startedAt: started - 3600).isSupervisor(of: "/tmp"))
+        // Another bundle, or a record from before the key.
+        #expect(!Self.record(bundle: "/var", startedAt: started).isSupervisor(of: "/tmp"))
+        #expect(!Self.record(bundle: nil, startedAt: started).isSupervisor(of: "/tmp"))
+    }
+
+    @Test func theRecordCarriesTheBundle() throws {
+        let text = Self.record(bundle: "/srv/notes/releases/1.2.0", startedAt: 1_800_000_000).serialized()
+        #expect(try SupervisorRecord.parse(text, path: "supervisor").bundle == "/srv/notes/releases/1.2.0")
+    }
+}

@@ -55,7 +55,7 @@ struct ProbationRequestCommand {
         try workspace.checkTrusted()
         let directory = workspace.directory
         guard let supervisor = SupervisorRecord.live(in: directory),
-              StatusReport.isSupervisor(pid: supervisor.pid, bundleRoot: workspace.bundleRoot) else {
+              supervisor.isSupervisor(of: workspace.bundleRoot) else {
             throw .failure("No supervisor runs for the state directory \(directory.path), so nothing is on probation; a bake window runs only under the supervisor (supervise mode).")
         }
         let record: ProbationRecord?

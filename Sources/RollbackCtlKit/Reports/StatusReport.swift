@@ -55,13 +55,6 @@ struct StatusReport {
     /// Why the probation record was ignored (damaged).
     var probationProblem: String?
 
-    /// Whether `pid` is a running launcher of this bundle: the record is trusted only then
-    /// (pid 0, a dead pid or one reused by another program shows no supervisor).
-    static func isSupervisor(pid: Int32, bundleRoot: String) -> Bool {
-        guard pid > 1, let executable = FileSystem.resolved("/proc/\(pid)/exe") else { return false }
-        return executable == (FileSystem.resolved(bundleRoot + "/bin/launcher") ?? bundleRoot + "/bin/launcher")
-    }
-
     /// Why a start could not record its try now: a read-only file system or no free space.
     /// Wraps `statvfs(3)` and `access(2)`; a directory that does not exist yet is fine.
     static func writeProblem(_ directory: StateDirectory) -> String? {
@@ -121,7 +114,7 @@ struct StatusReport {
         self.slots = slots
         stateDirectory = workspace.directory.path
         supervisor = SupervisorRecord.live(in: workspace.directory).flatMap { record in
-            Self.isSupervisor(pid: record.pid, bundleRoot: workspace.bundleRoot) ? record : nil
+            record.isSupervisor(of: workspace.bundleRoot) ? record : nil
         }
         bundleRoot = workspace.bundleRoot
         appID = workspace.manifest.appID

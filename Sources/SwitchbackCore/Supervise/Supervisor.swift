@@ -405,13 +405,15 @@ public final class Supervisor {
         guard trusted else { return }
         let now = monotonicNow()
         let serving = machine.serving, candidate = machine.candidate
-        SupervisorRecord(pid: getpid(), startedAt: startedAt, childPID: serving?.pid, childSlot: serving?.slot,
-                         childStartedAt: serving.map { currentUnixTime() - Int64(now - $0.startedAt) },
-                         restarts: machine.restarts, childReady: serving.map { $0.phase == .ready },
-                         candidatePID: candidate?.pid, candidateSlot: candidate.flatMap { $0.slot ?? $0.intendedSlot },
-                         switchFailure: machine.switchFailure,
-                         pause: machine.pause.map { $0.record(machine.configuration, pausedMilliseconds: nil, at: $0.beganAt / 1000, readyAt: nil) },
-                         lastSwitch: machine.lastSwitch).save(in: directory)
+        var record = SupervisorRecord(pid: getpid(), startedAt: startedAt, childPID: serving?.pid, childSlot: serving?.slot,
+                                      childStartedAt: serving.map { currentUnixTime() - Int64(now - $0.startedAt) },
+                                      restarts: machine.restarts, childReady: serving.map { $0.phase == .ready },
+                                      candidatePID: candidate?.pid, candidateSlot: candidate.flatMap { $0.slot ?? $0.intendedSlot },
+                                      switchFailure: machine.switchFailure,
+                                      pause: machine.pause.map { $0.record(machine.configuration, pausedMilliseconds: nil, at: $0.beganAt / 1000, readyAt: nil) },
+                                      lastSwitch: machine.lastSwitch)
+        record.bundle = bundleRoot
+        record.save(in: directory)
     }
 
     func finish(_ status: Int32) -> Never {

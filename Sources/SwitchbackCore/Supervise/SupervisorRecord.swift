@@ -99,6 +99,9 @@ public struct SupervisorRecord: Sendable, Equatable {
     public var pause: LastSwitch?
     /// The last stop-first switch that happened (`last_switch_*` keys).
     public var lastSwitch: LastSwitch?
+    /// The directory of the release the supervisor acts for (resolved): the one it started
+    /// from, or one installed under it since (nil in records from before this was published).
+    public var bundle: String?
 
     public init(pid: Int32, startedAt: Int64, childPID: Int32?, childSlot: BuildSlot?, childStartedAt: Int64?, restarts: Int,
                 childReady: Bool? = nil, candidatePID: Int32? = nil, candidateSlot: BuildSlot? = nil, switchFailure: SwitchFailure? = nil,
@@ -142,6 +145,7 @@ public struct SupervisorRecord: Sendable, Equatable {
         }
         pause?.append(to: &text, prefix: "pause")
         lastSwitch?.append(to: &text, prefix: "last_switch")
+        if let bundle { text.append("bundle", bundle) }
         return text.serialized()
     }
 
@@ -167,7 +171,7 @@ public struct SupervisorRecord: Sendable, Equatable {
               let started = try text.integer("started_at", in: ValueRange.unixTime, invalid: invalid) else {
             throw invalid("has no pid or started_at line")
         }
-        return SupervisorRecord(pid: pid, startedAt: started,
+        var record = SupervisorRecord(pid: pid, startedAt: started,
                                 childPID: try text.integer("child_pid", in: ValueRange.processID, invalid: invalid),
                                 childSlot: text["child_slot"].flatMap(BuildSlot.init(rawValue:)),
                                 childStartedAt: try text.integer("child_started_at", in: ValueRange.unixTime, invalid: invalid),
@@ -178,6 +182,36 @@ public struct SupervisorRecord: Sendable, Equatable {
                                 switchFailure: try switchFailure(text, invalid: invalid),
                                 pause: try LastSwitch.parse(text, prefix: "pause", invalid: invalid),
                                 lastSwitch: try LastSwitch.parse(text, prefix: "last_switch", invalid: invalid))
+        record.bundle = text["bundle"]
+        return record
+    }
+
+    /// Whether this record's process is the supervisor of the bundle at `bundleRoot`: its
+    /// executable is that bundle's launcher, or the record says it acts for that bundle (a
+    /// release installed under it; its executable is then the old release's, or deleted) and
+    /// the process with its pid started when the record says (not a reused pid).
+    public func isSupervisor(of bundleRoot: String) -> Bool {
+        guard pid > 1 else { return false }
+        let resolvedRoot = FileSystem.resolved(bundleRoot) ?? bundleRoot
+        if let executable = FileSystem.resolved("/proc/\(pid)/exe"),
+           executable == (FileSystem.resolved(bundleRoot + "/bin/launcher") ?? bundleRoot + "/bin/launcher") { return true }
+        guard bundle == resolvedRoot, let started = Self.processStartTime(pid) else { return false }
+        return abs(started - startedAt) <= 2
+    }
+
+    /// When the process `pid` started (Unix seconds), from procfs: its start time in clock
+    /// ticks after boot (`/proc/PID/stat`, field 22) and the boot time (`btime` in `/proc/stat`).
+    static func processStartTime(_ pid: Int32) -> Int64? {
+        guard let stat = try? FileSystem.read("/proc/\(pid)/stat", limit: 4096),
+              let close = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        // After the command's closing parenthesis: field 3 (state) on, so field 22 is the 20th.
+        let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))
+        guard fields.count >= 20, let ticks = Int64(String(decoding: fields[19], as: UTF8.self)),
+              let system = try? FileSystem.read("/proc/stat", limit: 1 << 20) else { return nil }
+        let line = String(decoding: system, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("btime ") }
+        guard let boot = line.flatMap({ Int64($0.dropFirst("btime ".count)) }) else { return nil }
+        let perSecond = Int64(sysconf(Int32(_SC_CLK_TCK)))
+        return perSecond > 0 ? boot + ticks / perSecond : nil
     }
 
     private static func switchFailure(_ text: KeyValueText, invalid: (String) -> SwitchbackError) throws(SwitchbackError) -> SwitchFailure? {
