@@ -53,11 +53,12 @@ import Glibc
         let client = try NotesClient(port: port)
         #expect(waitUntil(seconds: 10) { client.responses().count > 20 })
         try t.deploy(next.bundle)  // rm -rf, then cp -a: the bundle's directory is replaced
+        let installedAt = NotesClient.nowMilliseconds()
         #expect(app.wait(upTo: 60) { app.record?.lastSwitch?.to == .current && app.record?.childReady == true }, "\(app.stderr)")
         #expect(waitUntil(seconds: 10) { client.responses().filter { $0.version == "1.2.0" }.count > 20 })
         let responses = client.stop()
         let record = try #require(app.record?.lastSwitch)
-        print("release installed, stop-first: \(responses.count) requests, \(record.sentence)")
+        print("release installed, stop-first: \(responses.count) requests, \(record.sentence); drained \((record.drainedAtMilliseconds ?? 0) - installedAt) ms after the copy ended")
 
         #expect(app.stderr.contains("launcher: supervisor: release 1.2.0 (current) with 1.1.9 (previous) was installed at the bundle's path; the serving build is its previous slot."), "\(app.stderr)")
         #expect(record.path == "stop-first" && record.from == .previous && record.to == .current)
