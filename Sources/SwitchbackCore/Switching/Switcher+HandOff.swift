@@ -69,8 +69,11 @@ extension Switcher {
         }
         let taken = (try? FileSystem.read(requestPath, limit: 64 << 10)) == nil
         try? FileSystem.remove(requestPath)
-        let what = taken ? "took the switch but did not answer" : "did not take the switch"
-        throw SwitchbackError(.ioFailure, "The supervisor (pid \(supervisor.pid)) \(what) within \(limit / 1000) s; \(taken ? "it may still happen: see rollbackctl status and rollbackctl history" : "nothing was changed"), then retry if the flag is not what you wanted.", path: requestPath)
+        let seconds = limit / 1000
+        if taken {
+            throw SwitchbackError(.ioFailure, "The supervisor (pid \(supervisor.pid)) took the switch but did not answer within \(seconds) s; it may still happen: see rollbackctl status and rollbackctl history, then retry if the flag is not what you wanted.", path: requestPath)
+        }
+        throw SwitchbackError(.ioFailure, "The supervisor (pid \(supervisor.pid)) did not take the switch within \(seconds) s, so nothing was changed; check that it runs (rollbackctl status shows it), then retry.", path: requestPath)
     }
 
     private func result(of answer: SwitchRequest.Answer, before: LoadedState, target: SlotHealth, source: ChoiceSource) throws(SwitchbackError) -> Result {
