@@ -174,9 +174,30 @@ import Glibc
         #expect(app.wait(upTo: 30) { app.stderr.contains("launcher: supervisor: The bundle at \(t.bundle) is now another app's (dev.switchback.other, not dev.switchback.sample); release 1.2.0 goes on serving. Restart the service to run the other app.") }, "\(app.stderr)")
         #expect(app.record?.childPID == child && NotesClient.get(port: port, path: "/notes").version == "1.2.0", "the same child serves")
 
-        try t.deploy(try Self.staged("1.3.0", port: port).bundle)
+        // A good release at last, whose supervise settings differ: adopted, and the supervisor says
+        // it keeps its own settings until it is restarted.
+        let good = try Self.staged("1.3.0", port: port)
+        try good.setManifestSetting("supervise.grace_ms", "4000")
+        try t.deploy(good.bundle)
         #expect(app.wait(upTo: 60) { NotesClient.get(port: port, path: "/notes").version == "1.3.0" && app.record?.childReady == true }, "\(app.stderr)")
         #expect(app.stderr.contains("launcher: supervisor: release 1.3.0 (current) with 1.2.0 (previous) was installed at the bundle's path; the serving build is its previous slot."), "\(app.stderr)")
+        #expect(app.stderr.contains("launcher: supervisor: release 1.3.0 changes supervise.grace_ms; the supervisor keeps the settings it started with until the service is restarted.\n"), "\(app.stderr)")
         print("refused installs, then 1.3.0; supervisor stderr:\n\(app.stderr)")
+    }
+
+    @Test func withReleaseChecksOffAnInstalledReleaseWaitsForTheNextStart() throws {
+        let t = try TestBundle(release: "1.2.0")
+        let port = try unusedLocalPort()
+        try Self.configure(t, port: port)
+        try t.setManifestSetting("supervise.release_check_ms", "0")
+        let app = try SupervisedLauncher(t, ["serve", "--http", "127.0.0.1:\(port)"])
+        defer { app.stop() }
+        try #require(waitUntil(seconds: 30) { NotesClient.get(port: port, path: "/notes").version == "1.2.0" }, "\(app.stderr)")
+        let child = try #require(app.record?.childPID)
+        try t.deploy(try Self.staged("1.3.0", port: port).bundle)
+        // Three times the default check's settle: a supervisor that looked would have switched.
+        sleep(6)
+        #expect(!app.stderr.contains("was installed at the bundle's path"), "\(app.stderr)")
+        #expect(app.record?.childPID == child && NotesClient.get(port: port, path: "/notes").version == "1.2.0")
     }
 }

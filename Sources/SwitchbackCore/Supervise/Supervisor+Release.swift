@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// A new release installed under the running supervisor: a deploy replaces the bundle's
-/// directory (`mv -T`, `rm -rf && cp -a`, a symlink flipped to another release's directory)
+/// directory (two renames, `rm -rf && cp -a`, a symlink flipped to another release's directory)
 /// and leaves the service running. The supervisor looks at the manifest at its bundle's path
 /// once per `supervise.release_check_ms`; a manifest that changed and then stayed the same
 /// for one more check is read like the launcher reads it, becomes the release the supervisor

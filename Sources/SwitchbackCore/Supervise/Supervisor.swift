@@ -261,6 +261,7 @@ public final class Supervisor {
         var deadlines = [machine.nextDeadline].compactMap { $0 }
         if let probe { deadlines.append(probe.attempt.deadline) }
         if systemd?.watchdogPeriod != nil { deadlines.append(nextSystemdPing) }
+        if trusted, settings.releaseCheckMilliseconds > 0 { deadlines.append(nextReleaseCheck) }
         for deadline in deadlines { timeout = min(timeout, max(0, deadline - now)) }
         return Int((timeout * 1000).rounded(.up))
     }

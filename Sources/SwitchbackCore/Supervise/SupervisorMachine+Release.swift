@@ -23,8 +23,9 @@ extension SupervisorMachine {
     /// Adopts `release`: every child is called by the slot its build has in it. A serving
     /// build it holds in neither slot is kept as "outdated" under the previous slot's name,
     /// and replaced by whatever the choice selects (when that switch fails, the new release's
-    /// previous slot is the one that starts again). Only called between switches (the driver
-    /// holds a release back while one is under way).
+    /// previous slot is the one that starts again). Only sent between switches (the driver
+    /// holds a release back while one is under way): the serving child, and old children
+    /// still draining after the last start-first switch.
     mutating func releaseInstalled(_ release: InstalledRelease) -> [Action] {
         let old = configuration
         func relabel(_ child: inout SupervisedChild) {
@@ -40,16 +41,9 @@ extension SupervisorMachine {
                 child.outdatedVersion = version
             }
         }
-        switch state {
-        case .running(var child):
+        if case .running(var child) = state {
             relabel(&child)
             state = .running(child)
-        case .switching(var serving, var candidate):
-            relabel(&serving)
-            relabel(&candidate)
-            state = .switching(serving: serving, candidate: candidate)
-        default:
-            break
         }
         for index in draining.indices { relabel(&draining[index]) }
         configuration.currentVersion = release.currentVersion
