@@ -232,7 +232,8 @@ import Glibc
         try fleet.publish("previous", serial: 1)
         // The supervisor syncs when the interval has passed and replaces the child at once.
         #expect(app.wait(upTo: 20) { app.heartbeat["slot"] == "previous" && app.heartbeat["state"] == "running" })
-        #expect(try fleet.remote().acceptedSerial == 1)
+        // The sync applies first and records after (SyncCommand): the serial lands a moment later.
+        #expect(waitUntil(seconds: 10) { (try? fleet.remote().acceptedSerial) == 1 })
         #expect(try t.status().source == "remote")
     }
 
