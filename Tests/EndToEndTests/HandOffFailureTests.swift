@@ -5,10 +5,33 @@ import Testing
 import Glibc
 #endif
 
-/// A hand-off that the supervisor never takes (docs/supervise.md, "Switches that convert the
-/// data: stop-first"): the caller gives up after its wait, says so in one sentence, exits 1,
-/// and nothing was changed: not the flag, not the data, not the serving child.
+/// A hand-off that goes wrong on the supervisor's side (docs/supervise.md, "Switches that
+/// convert the data: stop-first"): a supervisor that never takes it, one that takes it and
+/// never answers, and one killed after it took it. Each time the caller ends in one sentence
+/// or in the switch made, and nothing converts the data beside a serving child.
 @Suite struct HandOffFailureTests {
+    /// Runs `rollbackctl rollback` on a thread of its own, so the test can act on the
+    /// supervisor while the command waits for it.
+    final class Rollback: @unchecked Sendable {
+        private let lock = NSLock()
+        private var outcome: Result<ProcessResult, Error>?
+        let startedAt = Date()
+
+        init(_ t: TestBundle) {
+            let thread = Thread { [self] in
+                let result = Result { try t.rollbackctl("rollback", "--reason", "the supervisor misbehaves") }
+                lock.withLock { outcome = result }
+            }
+            thread.start()
+        }
+
+        /// The command's result once it has exited, waiting up to `seconds`.
+        func result(within seconds: Double) throws -> ProcessResult {
+            try #require(waitUntil(seconds: seconds) { lock.withLock { outcome != nil } }, "rollbackctl rollback still waits")
+            return try lock.withLock { outcome! }.get()
+        }
+    }
+
     @Test func aRollbackThatAStoppedSupervisorNeverTakesChangesNothingAndSaysSo() throws {
         // Drain and grace short: the caller waits 60 s plus both.
         let (t, port, app) = try LiveSwitchDataTests.server(["supervise.drain_ms": "100", "supervise.grace_ms": "100"])
@@ -34,5 +57,51 @@ import Glibc
         #expect(answer.version == LiveSwitchDataTests.newer && answer.format == "2", "\(answer)")
         #expect(app.record?.childPID == child)
         #expect(try !t.history().contains { $0.kind == "revert" || $0.kind == "switch" })
+    }
+
+    @Test func aSupervisorThatTookTheSwitchAndStopsAnsweringIsReportedAfterTheWait() throws {
+        // The drain holds the switch between the take and the answer for 2 s.
+        let (t, _, app) = try LiveSwitchDataTests.server(["supervise.drain_ms": "2000", "supervise.grace_ms": "100"])
+        defer {
+            kill(app.pid, SIGCONT)
+            app.stop()
+        }
+        let rollback = Rollback(t)
+        try #require(app.wait(upTo: 20) { app.record?.pause != nil }, "the supervisor never began the switch: \(app.stderr)")
+        #expect(kill(app.pid, SIGSTOP) == 0)
+        let result = try rollback.result(within: 120)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr == "Error: The supervisor (pid \(app.pid)) took the switch but did not answer within 62 s; it may still happen: see rollbackctl status and rollbackctl history, then retry if the flag is not what you wanted.\n", "\(result)")
+        #expect(Date().timeIntervalSince(rollback.startedAt) >= 62)
+
+        // It may still happen, and once the supervisor runs again it does.
+        kill(app.pid, SIGCONT)
+        #expect(app.wait(upTo: 60) { app.record?.childSlot == .previous && app.record?.childReady == true }, "\(app.stderr)")
+        #expect(try t.rollbackctl("status").stdout.contains("Rollback flag: set"))
+    }
+
+    @Test func aSupervisorKilledAfterItTookTheSwitchLeavesTheSwitchToTheCaller() throws {
+        // A long drain: the supervisor holds the switch for 30 s before it converts anything.
+        let (t, _, app) = try LiveSwitchDataTests.server(["supervise.drain_ms": "30000", "supervise.grace_ms": "100"])
+        defer { app.stop() }
+        let child = try #require(app.record?.childPID)
+        let rollback = Rollback(t)
+        try #require(app.wait(upTo: 20) { app.record?.pause != nil }, "the supervisor never began the switch: \(app.stderr)")
+        #expect(kill(app.pid, SIGKILL) == 0)
+        let killedAt = Date()
+
+        // Its child died with it; the caller converted the data itself and switched.
+        let result = try rollback.result(within: 60)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("Data: reverted migration step notes-v2 so that 1.1.9 can read it."), "\(result)")
+        #expect(result.stdout.contains("Rolled back: the next start runs the previous slot (1.1.9)."), "\(result)")
+        #expect(Date().timeIntervalSince(killedAt) < 20, "the caller waited for a supervisor that was gone")
+        #expect(!isAlive(child))
+        #expect(try t.rollbackctl("status").stdout.contains("Rollback flag: set"))
+
+        // The next start of the service runs 1.1.9 on data in its format, every note there.
+        let listed = try t.launcher("note", "list", environment: ["SWITCHBACK_SUPERVISE": "0"])
+        #expect(listed.status == 0, "\(listed)")
+        #expect(listed.stdout == "before one\nbefore two\n", "\(listed)")
     }
 }

@@ -32,7 +32,9 @@ extension Switcher {
 
     /// Hands the switch to the serving supervisor and waits for its answer; nil when there is
     /// no such supervisor, the data needs no conversion, or the supervisor went away before it
-    /// took the request (the caller then switches itself: no child serves any more).
+    /// answered, whether or not it had taken the request: its children die with it, so the
+    /// caller switches itself, under the data lock like any switch (a conversion the supervisor
+    /// left half done is finished, one a restarted service's child holds the data against waits).
     func handOff(source: ChoiceSource, reason: String?, force: Bool, command: String) throws(SwitchbackError) -> Result? {
         guard let supervisor = servingSupervisor(), dataNeedsConversionBack() else { return nil }
         let before = StateStore(directory: directory).load()
@@ -60,10 +62,9 @@ extension Switcher {
                 return try result(of: answer, before: before, target: target, source: source)
             }
             if kill(supervisor.pid, 0) != 0 && errno == ESRCH {
-                // Gone, with its children (they die with it): if it had not taken the request,
-                // the switch is the caller's again.
-                guard (try? FileSystem.read(requestPath, limit: 64 << 10)) != nil else { break }
+                // Gone: the switch is the caller's again once the children it served with are.
                 try? FileSystem.remove(requestPath)
+                Self.waitUntilGone(supervisor.childPID, milliseconds: 2000)
                 return nil
             }
         }
@@ -74,6 +75,18 @@ extension Switcher {
             throw SwitchbackError(.ioFailure, "The supervisor (pid \(supervisor.pid)) took the switch but did not answer within \(seconds) s; it may still happen: see rollbackctl status and rollbackctl history, then retry if the flag is not what you wanted.", path: requestPath)
         }
         throw SwitchbackError(.ioFailure, "The supervisor (pid \(supervisor.pid)) did not take the switch within \(seconds) s, so nothing was changed; check that it runs (rollbackctl status shows it), then retry.", path: requestPath)
+    }
+
+    /// A supervisor's child gets SIGKILL when the supervisor dies (PR_SET_PDEATHSIG); this
+    /// waits, up to a bound, until the kernel has delivered it.
+    static func waitUntilGone(_ pid: Int32?, milliseconds: Int) {
+        guard let pid else { return }
+        var waited = 0
+        while waited < milliseconds, kill(pid, 0) == 0 {
+            var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
+            nanosleep(&pause, nil)
+            waited += 10
+        }
     }
 
     private func result(of answer: SwitchRequest.Answer, before: LoadedState, target: SlotHealth, source: ChoiceSource) throws(SwitchbackError) -> Result {
