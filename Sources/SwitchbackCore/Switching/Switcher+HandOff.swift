@@ -31,10 +31,10 @@ extension Switcher {
     }
 
     /// Hands the switch to the serving supervisor and waits for its answer; nil when there is
-    /// no such supervisor, the data needs no conversion, or the supervisor went away before it
-    /// answered, whether or not it had taken the request: its children die with it, so the
-    /// caller switches itself, under the data lock like any switch (a conversion the supervisor
-    /// left half done is finished, one a restarted service's child holds the data against waits).
+    /// no such supervisor or the data needs no conversion. A supervisor that goes away before
+    /// it answers, whether or not it had taken the request, takes its children with it: the
+    /// request goes to the supervisor serving now (a service manager may have restarted it),
+    /// or, with none, the caller switches itself (a conversion left half done is finished).
     func handOff(source: ChoiceSource, reason: String?, force: Bool, command: String) throws(SwitchbackError) -> Result? {
         guard let supervisor = servingSupervisor(), dataNeedsConversionBack() else { return nil }
         let before = StateStore(directory: directory).load()
@@ -62,10 +62,10 @@ extension Switcher {
                 return try result(of: answer, before: before, target: target, source: source)
             }
             if kill(supervisor.pid, 0) != 0 && errno == ESRCH {
-                // Gone: the switch is the caller's again once the children it served with are.
+                // Gone: once the children it served with are too, the switch is asked again.
                 try? FileSystem.remove(requestPath)
                 Self.waitUntilGone(supervisor.childPID, milliseconds: 2000)
-                return nil
+                return try handOff(source: source, reason: reason, force: force, command: command)
             }
         }
         let taken = (try? FileSystem.read(requestPath, limit: 64 << 10)) == nil
