@@ -93,6 +93,26 @@ import Testing
         #expect(!Self.record(bundle: nil, startedAt: started).isSupervisor(of: "/tmp"))
     }
 
+    @Test func aProcessThatExitedIsNotRunningEvenBeforeItIsReaped() throws {
+        var pid: pid_t = 0
+        let spawned = withCStrings(["/bin/sleep", "30"]) { argv in posix_spawn(&pid, "/bin/sleep", nil, nil, UnsafeMutablePointer(mutating: argv), environ) }
+        try #require(spawned == 0)
+        #expect(SupervisorRecord.isRunning(pid))
+        kill(pid, SIGKILL)
+        // Not reaped yet: kill(pid, 0) still finds the zombie.
+        var zombie = false
+        for _ in 0..<500 where !zombie {
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            zombie = stat.contains(") Z ")
+            if !zombie { usleep(10_000) }
+        }
+        #expect(zombie && kill(pid, 0) == 0)
+        #expect(!SupervisorRecord.isRunning(pid))
+        var status: Int32 = 0
+        waitpid(pid, &status, 0)
+        #expect(!SupervisorRecord.isRunning(pid))
+    }
+
     @Test func theRecordCarriesTheBundle() throws {
         let text = Self.record(bundle: "/srv/notes/releases/1.2.0", startedAt: 1_800_000_000).serialized()
         #expect(try SupervisorRecord.parse(text, path: "supervisor").bundle == "/srv/notes/releases/1.2.0")

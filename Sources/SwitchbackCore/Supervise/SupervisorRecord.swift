@@ -154,7 +154,7 @@ public struct SupervisorRecord: Sendable, Equatable {
     public static func live(in directory: StateDirectory) -> SupervisorRecord? {
         guard let bytes = try? FileSystem.read(path(in: directory), limit: 16 << 10),
               let record = try? parse(bytes, path: path(in: directory)) else { return nil }
-        guard kill(record.pid, 0) == 0 || errno == EPERM else { return nil }
+        guard isRunning(record.pid) else { return nil }
         return record
     }
 
@@ -197,6 +197,15 @@ public struct SupervisorRecord: Sendable, Equatable {
            executable == (FileSystem.resolved(bundleRoot + "/bin/launcher") ?? bundleRoot + "/bin/launcher") { return true }
         guard bundle == resolvedRoot, let started = Self.processStartTime(pid) else { return false }
         return abs(started - startedAt) <= 2
+    }
+
+    /// Whether the process `pid` exists and has not exited: a zombie, which `kill(pid, 0)`
+    /// still finds until its parent reaps it, has exited (`/proc/PID/stat`, field 3: `Z`).
+    static func isRunning(_ pid: Int32) -> Bool {
+        guard kill(pid, 0) == 0 || errno == EPERM else { return false }
+        guard let stat = try? FileSystem.read("/proc/\(pid)/stat", limit: 4096),
+              let close = stat.lastIndex(of: UInt8(ascii: ")")), close + 2 < stat.count else { return true }
+        return stat[close + 2] != UInt8(ascii: "Z") && stat[close + 2] != UInt8(ascii: "X")
     }
 
     /// When the process `pid` started (Unix seconds), from procfs: its start time in clock

@@ -61,7 +61,7 @@ extension Switcher {
                 try? FileSystem.remove(answerPath)
                 return try result(of: answer, before: before, target: target, source: source)
             }
-            if kill(supervisor.pid, 0) != 0 && errno == ESRCH {
+            if !SupervisorRecord.isRunning(supervisor.pid) {
                 // Gone: once the children it served with are too, the switch is asked again.
                 try? FileSystem.remove(requestPath)
                 Self.waitUntilGone(supervisor.childPID, milliseconds: 2000)
@@ -78,11 +78,11 @@ extension Switcher {
     }
 
     /// A supervisor's child gets SIGKILL when the supervisor dies (PR_SET_PDEATHSIG); this
-    /// waits, up to a bound, until the kernel has delivered it.
+    /// waits, up to a bound, until it has exited.
     static func waitUntilGone(_ pid: Int32?, milliseconds: Int) {
         guard let pid else { return }
         var waited = 0
-        while waited < milliseconds, kill(pid, 0) == 0 {
+        while waited < milliseconds, SupervisorRecord.isRunning(pid) {
             var pause = timespec(tv_sec: 0, tv_nsec: 10_000_000)
             nanosleep(&pause, nil)
             waited += 10
