@@ -76,7 +76,9 @@ import Glibc
 
         // It may still happen, and once the supervisor runs again it does.
         kill(app.pid, SIGCONT)
+        let resumed = Date()
         #expect(app.wait(upTo: 60) { app.record?.childSlot == .previous && app.record?.childReady == true }, "\(app.stderr)")
+        print("HandOffFailureTests: the supervisor stopped after it took the switch made it \(Int(Date().timeIntervalSince(resumed) * 1000)) ms after SIGCONT")
         #expect(try t.rollbackctl("status").stdout.contains("Rollback flag: set"))
     }
 
