@@ -17,12 +17,24 @@ import Glibc
         private var outcome: Result<ProcessResult, Error>?
         let startedAt = Date()
 
+        /// The command line's reason, unique: the test finds the command's process by it.
+        let reason = "the supervisor misbehaves \(UUID().uuidString)"
+
         init(_ t: TestBundle) {
             let thread = Thread { [self] in
-                let result = Result { try t.rollbackctl("rollback", "--reason", "the supervisor misbehaves") }
+                let result = Result { try t.rollbackctl("rollback", "--reason", reason) }
                 lock.withLock { outcome = result }
             }
             thread.start()
+        }
+
+        /// The pid of the running command (its command line, from procfs).
+        func pid() -> Int32? {
+            let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+            return entries.compactMap(Int32.init).first { pid in
+                let line = (try? Data(contentsOf: URL(fileURLWithPath: "/proc/\(pid)/cmdline"))) ?? Data()
+                return String(decoding: line, as: UTF8.self).contains(reason)
+            }
         }
 
         /// The command's result once it has exited, waiting up to `seconds`.
@@ -105,5 +117,38 @@ import Glibc
         let listed = try t.launcher("note", "list", environment: ["SWITCHBACK_SUPERVISE": "0"])
         #expect(listed.status == 0, "\(listed)")
         #expect(listed.stdout == "before one\nbefore two\n", "\(listed)")
+    }
+
+    @Test func aSupervisorKilledAfterItTookTheSwitchPassesItToTheOneRestartedInItsPlace() throws {
+        let (t, port, first) = try LiveSwitchDataTests.server(["supervise.drain_ms": "30000", "supervise.grace_ms": "100"])
+        defer { first.stop() }
+        let child = try #require(first.record?.childPID)
+        let rollback = Rollback(t)
+        try #require(first.wait(upTo: 20) { first.record?.pause != nil }, "the supervisor never began the switch: \(first.stderr)")
+        // The command stopped, the supervisor killed and started again (as a service manager
+        // would), serving 1.2.0 before the command looks again.
+        var caller: Int32?
+        try #require(waitUntil(seconds: 10) { caller = rollback.pid(); return caller != nil })
+        let command = try #require(caller)
+        #expect(kill(command, SIGSTOP) == 0)
+        defer { kill(command, SIGCONT) }
+        #expect(kill(first.pid, SIGKILL) == 0)
+        #expect(waitUntil(seconds: 10) { !isAlive(child) })
+        try t.setManifestSetting("supervise.drain_ms", "100")
+        let second = try SupervisedLauncher(t, ["serve", "--http", "127.0.0.1:\(port)"])
+        defer { second.stop() }
+        try #require(second.wait(upTo: 30) { second.record?.childReady == true && NotesClient.get(port: port, path: "/notes").version == LiveSwitchDataTests.newer }, "\(second.stderr)")
+        kill(command, SIGCONT)
+
+        // The new supervisor took it: stop-first, its child converted back, the command's usual output.
+        let result = try rollback.result(within: 120)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("Data: reverted migration step notes-v2 so that 1.1.9 can read it."), "\(result)")
+        #expect(result.stdout.contains("Rolled back: the next start runs the previous slot (1.1.9)."), "\(result)")
+        #expect(second.wait(upTo: 30) { second.record?.childSlot == .previous && second.record?.childReady == true }, "\(second.stderr)")
+        #expect(second.stderr.contains("stop-first: the data (reader floor 1.2.0) must be converted back for 1.1.9"), "\(second.stderr)")
+        let answer = NotesClient.get(port: port, path: "/notes")
+        #expect(answer.version == LiveSwitchDataTests.older && answer.format == "1", "\(answer)")
+        #expect(Set(answer.body.split(separator: "\n").map(String.init)).isSuperset(of: ["before one", "before two"]), "\(answer)")
     }
 }

@@ -203,24 +203,27 @@ public struct SupervisorRecord: Sendable, Equatable {
     /// still finds until its parent reaps it, has exited (`/proc/PID/stat`, field 3: `Z`).
     static func isRunning(_ pid: Int32) -> Bool {
         guard kill(pid, 0) == 0 || errno == EPERM else { return false }
-        guard let stat = try? FileSystem.read("/proc/\(pid)/stat", limit: 4096),
-              let close = stat.lastIndex(of: UInt8(ascii: ")")), close + 2 < stat.count else { return true }
-        return stat[close + 2] != UInt8(ascii: "Z") && stat[close + 2] != UInt8(ascii: "X")
+        guard let state = statFields(pid)?.first else { return true }
+        return state != [UInt8(ascii: "Z")] && state != [UInt8(ascii: "X")]
     }
 
     /// When the process `pid` started (Unix seconds), from procfs: its start time in clock
     /// ticks after boot (`/proc/PID/stat`, field 22) and the boot time (`btime` in `/proc/stat`).
     static func processStartTime(_ pid: Int32) -> Int64? {
-        guard let stat = try? FileSystem.read("/proc/\(pid)/stat", limit: 4096),
-              let close = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
-        // After the command's closing parenthesis: field 3 (state) on, so field 22 is the 20th.
-        let fields = stat[(close + 1)...].split(separator: UInt8(ascii: " "))
-        guard fields.count >= 20, let ticks = Int64(String(decoding: fields[19], as: UTF8.self)),
+        guard let fields = statFields(pid), fields.count >= 20, let ticks = Int64(String(decoding: fields[19], as: UTF8.self)),
               let system = try? FileSystem.read("/proc/stat", limit: 1 << 20) else { return nil }
         let line = String(decoding: system, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("btime ") }
         guard let boot = line.flatMap({ Int64($0.dropFirst("btime ".count)) }) else { return nil }
         let perSecond = Int64(sysconf(Int32(_SC_CLK_TCK)))
         return perSecond > 0 ? boot + ticks / perSecond : nil
+    }
+
+    /// The fields of `/proc/PID/stat` after the command's closing parenthesis (the command may
+    /// hold spaces and parentheses): field 3, the state, first, so field N is at N - 3.
+    private static func statFields(_ pid: Int32) -> [ArraySlice<UInt8>]? {
+        guard let stat = try? FileSystem.read("/proc/\(pid)/stat", limit: 4096),
+              let close = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        return stat[(close + 1)...].split(separator: UInt8(ascii: " "))
     }
 
     private static func switchFailure(_ text: KeyValueText, invalid: (String) -> SwitchbackError) throws(SwitchbackError) -> SwitchFailure? {
