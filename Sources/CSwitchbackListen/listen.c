@@ -1,5 +1,5 @@
-// See switchback_listen.h. Only the launcher links this file: its `bind`, `accept` and
-// `accept4` override the C library's for the app's library, because the launcher exports
+// See switchback_listen.h. Only the launcher links this file: its `bind`, `listen`, `accept`
+// and `accept4` override the C library's for the app's library, because the launcher exports
 // them (scripts/bundle links it with --export-dynamic-symbol=...) and the executable comes
 // first in the dynamic linker's global search order. Without inherited sockets they are the
 // C library's own functions (found with dlsym(RTLD_NEXT)), and nothing else: cancellation
@@ -41,7 +41,8 @@ static volatile sig_atomic_t draining;
 typedef int (*accept_function)(int, struct sockaddr *, socklen_t *);
 typedef int (*accept4_function)(int, struct sockaddr *, socklen_t *, int);
 typedef int (*bind_function)(int, const struct sockaddr *, socklen_t);
-static void *next_accept, *next_accept4, *next_bind;
+typedef int (*listen_function)(int, int);
+static void *next_accept, *next_accept4, *next_bind, *next_listen;
 
 static void *next_symbol(void **cache, const char *name) {
     void *found = __atomic_load_n(cache, __ATOMIC_ACQUIRE);
@@ -273,4 +274,14 @@ int bind(int fd, const struct sockaddr *address, socklen_t length) {
     }
     bind_function call = (bind_function)next_symbol(&next_bind, "bind");
     return call ? call(fd, address, length) : (int)syscall(SYS_bind, fd, address, length);
+}
+
+// A shared socket listens already, with the supervisor's backlog (SOMAXCONN). The app's own
+// `listen(fd, 128)` (most servers and frameworks ask for 128 to 256) would shrink the one queue
+// that the supervisor and every child share, and a full queue drops SYNs during a pause: the
+// kernel keeps the backlog of the last listen. So on a shared socket it changes nothing.
+int listen(int fd, int backlog) {
+    if (inherited_count > 0 && is_shared(fd)) return 0;
+    listen_function call = (listen_function)next_symbol(&next_listen, "listen");
+    return call ? call(fd, backlog) : (int)syscall(SYS_listen, fd, backlog);
 }

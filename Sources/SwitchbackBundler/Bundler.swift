@@ -114,7 +114,8 @@ public struct Bundler {
         let lean = ["-Xswiftc", "-Xfrontend", "-Xswiftc", "-disable-implicit-concurrency-module-import",
                     "-Xswiftc", "-Xfrontend", "-Xswiftc", "-disable-implicit-string-processing-module-import",
                     "-Xswiftc", "-Xfrontend", "-Xswiftc", "-disable-concrete-type-metadata-mangled-name-accessors",
-                    "-Xlinker", "--export-dynamic-symbol=bind", "-Xlinker", "--export-dynamic-symbol=accept",
+                    "-Xlinker", "--export-dynamic-symbol=bind", "-Xlinker", "--export-dynamic-symbol=listen",
+                    "-Xlinker", "--export-dynamic-symbol=accept",
                     "-Xlinker", "--export-dynamic-symbol=accept4", "-Xcc", "-gdwarf-4"]
         var launcherBin = ""
         for program in ["launcher", "rollbackctl"] {

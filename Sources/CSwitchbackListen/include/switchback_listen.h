@@ -18,6 +18,10 @@
 /// many were recorded.
 int switchback_listen_adopt(int first, int count, const char *notify_socket, int drain_signal);
 
+/// `listen` on a shared socket (inherited, or handed over by `bind`) returns 0 and leaves the
+/// socket's backlog as the supervisor set it: an app's smaller backlog never shrinks the queue
+/// every child shares.
+///
 /// How many times `bind` handed over an inherited socket (for tests and diagnostics).
 int switchback_listen_adopted_count(void);
 
