@@ -30,7 +30,15 @@ struct NotesImage: Sendable {
     nonisolated(unsafe) private static let built: Result<NotesImage, any Error> = Result { try NotesImage() }
 
     /// The one image of this run, built by the first test that asks.
-    static func shared() throws -> NotesImage { try built.get() }
+    static func shared() throws -> NotesImage {
+        do {
+            return try built.get()
+        } catch {
+            // Every test that needs it fails, not only the one that built it first.
+            Issue.record("The image of Examples/NotesServer/Dockerfile could not be made: \(error)")
+            throw error
+        }
+    }
 
     private init() throws {
         base = try Podman.baseImage("SWITCHBACK_TEST_IMAGE", made: "--image")

@@ -73,9 +73,9 @@ enum Podman {
     /// A GET of `path` on 127.0.0.1:`port` made inside `container` with bash's /dev/tcp (the
     /// images have no HTTP client): the status line and body, or nil when nothing answered.
     static func get(_ container: String, port: Int, path: String = "/") throws -> (status: Int, body: String)? {
-        let script = "exec 3<>/dev/tcp/127.0.0.1/\(port) && printf 'GET \(path) HTTP/1.0\\r\\nHost: x\\r\\n\\r\\n' >&3 && timeout 5 cat <&3"
+        let script = "exec 3<>/dev/tcp/127.0.0.1/\(port) && printf 'GET \(path) HTTP/1.0\\r\\nConnection: close\\r\\n\\r\\n' >&3 && timeout 5 cat <&3"
         let result = try bash(container, script)
-        guard result.status == 0, let head = result.stdout.split(separator: "\r\n", maxSplits: 1).first else { return nil }
+        guard result.stdout.hasPrefix("HTTP/"), let head = result.stdout.split(separator: "\r\n", maxSplits: 1).first else { return nil }
         let parts = head.split(separator: " ")
         guard parts.count >= 2, let status = Int(parts[1]) else { return nil }
         let body = result.stdout.range(of: "\r\n\r\n").map { String(result.stdout[$0.upperBound...]) } ?? ""
