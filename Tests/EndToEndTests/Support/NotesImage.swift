@@ -68,9 +68,12 @@ struct NotesImage: Sendable {
                      Double(image - baseSize - bundleBytes) / 1e6, buildSeconds))
     }
 
-    /// A directive envelope signed with this run's key (`rollbackctl sign`), as text.
+    /// A directive envelope signed with this run's key (`rollbackctl sign`), as text; the
+    /// envelope made first for a serial.
     func signed(_ decision: String, serial: Int) throws -> String {
         let out = directory + "/signed-\(serial)-\(decision).json"
+        // The same serial is the same envelope: a second play publishes what the first did.
+        if let made = try? String(contentsOfFile: out, encoding: .utf8) { return made }
         let result = try runProcess(bundle + "/bin/rollbackctl", [
             "sign", "--key", directory + "/keys/directive.key", "--decision", decision, "--applies-to", current,
             "--serial", String(serial), "--reason", "\(decision) by the ConfigMap (serial \(serial))", "--out", out,

@@ -52,6 +52,11 @@ enum Podman {
         try runProcess("/usr/bin/env", ["podman"] + arguments, environment: environment, deadline: deadline)
     }
 
+    /// `podman ARGUMENTS...`'s outcome as text, for a failure's message.
+    static func say(_ arguments: String...) -> String {
+        (try? run(arguments, deadline: 30))?.description ?? "(podman \(arguments.joined(separator: " ")) could not run)"
+    }
+
     /// `podman ARGUMENTS...`, which must exit 0; its stdout without the last newline.
     @discardableResult
     static func check(_ arguments: String..., deadline: Double = 180) throws -> String {
@@ -80,6 +85,36 @@ enum Podman {
         guard parts.count >= 2, let status = Int(parts[1]) else { return nil }
         let body = result.stdout.range(of: "\r\n\r\n").map { String(result.stdout[$0.upperBound...]) } ?? ""
         return (status, body)
+    }
+
+    /// The sample server's heartbeat in `container` (written five times a second by `serve`
+    /// into the state directory's data/, by every build, with or without `--http`): its
+    /// version, slot, pid and state ("running", "stopped"), or nil when there is none.
+    static func heartbeat(_ container: String, stateDirectory: String) -> [String: String]? {
+        guard let result = try? run(["exec", container, "cat", stateDirectory + "/data/heartbeat"], deadline: 30),
+              result.status == 0 else { return nil }
+        var fields: [String: String] = [:]
+        for line in result.stdout.split(separator: "\n") {
+            let parts = line.split(separator: "=", maxSplits: 1)
+            if parts.count == 2 { fields[String(parts[0])] = String(parts[1]) }
+        }
+        return fields
+    }
+
+    /// Waits until the sample server in `container` runs `version`; the pid of its process.
+    /// With `restartedFrom` (a heartbeat of the process before), only a new process counts: a
+    /// new pid, or in a container where the server is always PID 1, fewer beats.
+    static func waitForServer(_ container: String, stateDirectory: String, version: String,
+                              restartedFrom before: [String: String]? = nil, within limit: Double = 60) -> [String: String]? {
+        var found: [String: String]?
+        _ = waitUntil(seconds: limit) {
+            guard let beat = heartbeat(container, stateDirectory: stateDirectory), beat["version"] == version,
+                  beat["state"] == "running" else { return false }
+            if let before, beat["pid"] == before["pid"], Int(beat["beats"] ?? "") ?? 0 >= Int(before["beats"] ?? "") ?? 0 { return false }
+            found = beat
+            return true
+        }
+        return found
     }
 
     /// The image's size as podman reports it, in bytes.
