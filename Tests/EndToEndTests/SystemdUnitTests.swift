@@ -22,7 +22,10 @@ import Glibc
         let supervisedUnit = try documentedBlock("docs/supervise.md", after: "## Under systemd", language: "ini")
         let container = Podman.uniqueName("switchback-test-systemd")
         defer { _ = try? Podman.run("rm", "-f", "-t", "0", container) }
-        try Podman.check("run", "-d", "--name", container, "--systemd=always", "--network=none",
+        // CAP_SYS_ADMIN, which systemd on a host has: without it (podman's default set) systemd
+        // cannot make a service's mount namespace, runs it without ProtectSystem= and
+        // PrivateTmp= ("assuming containerized execution"), and / stays writable for it.
+        try Podman.check("run", "-d", "--name", container, "--systemd=always", "--cap-add=SYS_ADMIN", "--network=none",
                          "-v", "\(image.bundle):/opt/notes:ro", base, "/sbin/init")
         func sh(_ script: String) throws -> ProcessResult { try Podman.bash(container, script) }
         func say(_ script: String) -> String { (try? sh(script))?.description ?? "(podman exec failed)" }
