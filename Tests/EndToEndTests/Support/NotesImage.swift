@@ -55,6 +55,8 @@ struct NotesImage: Sendable {
         try shell("chmod", "0755", copy.directory)
 
         name = "localhost/switchback-test-notes:latest"
+        // The last run's image, so that it does not stay behind untagged; its cached layers stay.
+        _ = try Podman.run("rmi", name)
         let clock = ContinuousClock.now
         try Podman.check(["build", "--network=none", "--target", "from-bundle", "--build-arg", "RUN_IMAGE=\(base)",
                           "-f", Podman.repository + "/Examples/NotesServer/Dockerfile", "-t", name, bundle], deadline: 600)
