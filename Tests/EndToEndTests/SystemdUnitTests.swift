@@ -108,8 +108,21 @@ import Glibc
         #expect(try must("journalctl -u notes -o cat").contains("http: listening on"))
         _ = try must("systemctl stop notes.socket notes && rm /etc/systemd/system/notes.socket")
 
-        // A rollback by the service's user, then a restart; a second restart keeps the choice.
+        // A start that never gets ready is never active: the sample hangs before it listens or
+        // marks itself good (SIGTERM blocked), and TimeoutStartSec (3 s here) fails the start.
         try writeFile(dropIn, command("serve"))
+        try writeFile("/etc/systemd/system/notes.service.d/hang.conf",
+                      "[Service]\nTimeoutStartSec=3\nTimeoutStopSec=1\nRestart=no\nEnvironment=SAMPLE_HANG_AT_START=\(image.current)\n")
+        _ = try must("systemctl daemon-reload")
+        let hung = ContinuousClock.now
+        let hangingStart = try sh("systemctl start notes")
+        #expect(hangingStart.status != 0, "a start that never got ready: \(hangingStart)")
+        print(String(format: "SystemdUnitTests: a start that never got ready failed after %.2f s (TimeoutStartSec=3)", seconds(since: hung)))
+        #expect(try show("ActiveState") == "failed")
+        #expect(try show("Result") == "timeout")
+        _ = try must("rm /etc/systemd/system/notes.service.d/hang.conf && systemctl daemon-reload && systemctl reset-failed notes")
+
+        // A rollback by the service's user, then a restart; a second restart keeps the choice.
         _ = try must("systemctl daemon-reload && systemctl start notes")
         try #require(runs(image.current) != nil)
         let rolledBack = try must("runuser -u notes -- /opt/notes/bin/rollbackctl --state-dir /var/lib/notes rollback --reason 'tried under systemd'")
