@@ -7,7 +7,7 @@ import Glibc
 /// The sample's bundle on a host that has only what the bundle says a host needs: a
 /// `debootstrap --variant=minbase` Debian 12 root plus libssl3 (scripts/lib/minimal-rootfs),
 /// entered with chroot as the unprivileged user 10001, with no Swift toolchain, no python3
-/// and no libcurl. It stands in for a slim container image, which these machines cannot run.
+/// and no libcurl. (ContainerImageTests runs the image of the Dockerfile itself, with podman.)
 @Suite struct MinimalRootTests {
     @Test func runsRollsBackAndRollsForwardAsAnUnprivilegedUser() throws {
         let install = try RootInstall()
