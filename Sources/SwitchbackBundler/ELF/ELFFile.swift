@@ -185,16 +185,24 @@ public struct ELFFile: Sendable {
         func put(_ value: UInt64, at offset: Int) {
             for index in 0..<8 { bytes[offset + index] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(index))) }
         }
+        // DT_RUNPATH becomes DT_RPATH, unless the file has a DT_RPATH too (the loader ignores
+        // it beside a DT_RUNPATH; two would be ambiguous): the fuzz target's second finding.
+        func makeRPATH(_ runpath: Int) throws(BundlerError) {
+            guard file.rpathEntryOffset == nil else {
+                throw BundlerError(.elfInvalid, "\(path) has both DT_RUNPATH and DT_RPATH, so its DT_RUNPATH cannot become a DT_RPATH; bundle a library linked with one search path.", path: path)
+            }
+            put(15, at: runpath)  // DT_RPATH
+        }
         if let flags = file.flagsEntryOffset {
             if !file.bindsNow {
                 let reader = Reader(bytes: bytes)
                 put((reader.u64(flags + 8) ?? 0) | 0x8, at: flags + 8)
             }
-            if let runpath = file.runpathEntryOffset { put(15, at: runpath) }  // DT_RPATH
+            if let runpath = file.runpathEntryOffset { try makeRPATH(runpath) }
             if file.bindsNow && file.runpathEntryOffset == nil { return nil }
         } else if file.bindsNow {
             guard let runpath = file.runpathEntryOffset else { return nil }
-            put(15, at: runpath)
+            try makeRPATH(runpath)
         } else {
             guard let entry = file.runpathEntryOffset ?? file.rpathEntryOffset ?? file.relativeCountEntryOffset else {
                 throw BundlerError(.elfInvalid, "\(path) has no DT_FLAGS, search path or DT_RELACOUNT entry to make it bind now; bundle a library linked with -z now.", path: path)
