@@ -31,11 +31,12 @@ import Glibc
             try FileManager.default.createDirectory(atPath: www, withIntermediateDirectories: true)
             let made = try runProcess(remote, ["keygen", "--out", keys])
             try #require(made.status == 0, "\(made)")
-            // No checks: each pause only waits (6 s), so the test needs no Prometheus.
+            // No checks: each pause only waits (20 s: room for the other shell on a busy machine), so
+            // the test needs no Prometheus.
             try """
                 rollout.version=9.9.9
                 rollout.steps=5,50,100
-                rollout.pause_s=6
+                rollout.pause_s=20
                 rollout.app_id=dev.switchback.sample
                 rollout.previous_version=9.9.8
 
@@ -71,10 +72,14 @@ import Glibc
 
         /// The served directive's decision and serial.
         func payload() throws -> (decision: String, serial: UInt64) {
-            let envelope = try #require(try JSONSerialization.jsonObject(with: try served().bytes) as? [String: Any])
-            let data = try #require(Data(base64Encoded: try #require(envelope["payload"] as? String)))
+            let bytes = try served().bytes
+            let envelope = try #require(try JSONSerialization.jsonObject(with: bytes) as? [String: Any])
+            let text = try #require(envelope["payload"] as? String)
+            let data = try #require(Data(base64Encoded: text))
             let directive = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-            return (try #require(directive["decision"] as? String), try #require((directive["serial"] as? NSNumber)?.uint64Value))
+            let decision = try #require(directive["decision"] as? String)
+            let serial = try #require((directive["serial"] as? NSNumber)?.uint64Value)
+            return (decision, serial)
         }
     }
 
