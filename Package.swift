@@ -101,12 +101,12 @@ let package = Package(
         // Fuzzing (docs/fuzzing.md): one target per parser in a library the tests also run over
         // the kept regressions, and an executable that is libFuzzer's harness when scripts/fuzz
         // builds it with -sanitize=fuzzer -DSWITCHBACK_LIBFUZZER, and a replayer otherwise.
-        .target(name: "SwitchbackFuzzing", dependencies: ["SwitchbackCore", "SwitchbackRemote", "SwitchbackCrypto", "AppVersions"]),
+        .target(name: "SwitchbackFuzzing", dependencies: ["SwitchbackCore", "SwitchbackRemote", "SwitchbackCrypto", "AppVersions", "SwitchbackBundler"]),
         .executableTarget(name: "switchback-fuzz", dependencies: ["SwitchbackFuzzing"]),
         .testTarget(name: "SwitchbackFuzzingTests", dependencies: ["SwitchbackFuzzing", "SwitchbackCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["SwitchbackCore", "SwitchbackBundler", "RollbackCtlKit", "SwitchbackTestSupport"]),
         .testTarget(name: "SwitchbackCryptoTests", dependencies: ["SwitchbackCrypto"]),
-        .testTarget(name: "SwitchbackBundlerTests", dependencies: ["SwitchbackBundler"]),
+        .testTarget(name: "SwitchbackBundlerTests", dependencies: ["SwitchbackBundler", "SwitchbackCore"]),
         .testTarget(name: "SwitchbackAnalysisTests", dependencies: ["SwitchbackAnalysis", "SwitchbackCore", "SwitchbackTestSupport"]),
         // rollbackctl-remote's own logic without a process: the rollout's plan, state machine and driver.
         .testTarget(name: "RemoteCtlKitTests", dependencies: ["RemoteCtlKit", "RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote", "SwitchbackCrypto"]),

@@ -18,6 +18,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
     case directive
     case ledger
     case analysis
+    case elf
 
     /// Runs the target over `bytes`. Returns what the parser made of them — `.parsed` with a
     /// summary of the values, or `.rejected` with the error's sentence. Throws `FuzzFailure`
@@ -37,6 +38,7 @@ public enum FuzzTarget: String, CaseIterable, Sendable {
         case .directive: return try DirectiveTarget.run(bytes)
         case .ledger: return try LedgerTarget.run(bytes)
         case .analysis: return try AnalysisTarget.run(bytes)
+        case .elf: return try ELFTarget.run(bytes)
         }
     }
 }

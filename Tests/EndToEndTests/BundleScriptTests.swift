@@ -205,6 +205,36 @@ import Testing
         }
     }
 
+    /// A crafted artifact with a symbolic link in it (the slot directory to a directory
+    /// elsewhere, a debug file to a root-only file, the slot file itself) is refused by the
+    /// command, exit 1, in one sentence naming the member, before anything is built.
+    @Test func anArtifactWithASymbolicLinkIsRefusedNamingTheMember() throws {
+        let directory = try makeTemporaryDirectory()
+        let elsewhere = directory + "/elsewhere"
+        try FileManager.default.createDirectory(atPath: elsewhere, withIntermediateDirectories: true)
+        func craft(_ name: String, link: String, to target: String) throws -> String {
+            let root = directory + "/" + name
+            for folder in ["slots/current", "slots/previous", "debug/current", "lib", "bin"] {
+                try FileManager.default.createDirectory(atPath: root + "/" + folder, withIntermediateDirectories: true)
+            }
+            try "format=1\n".write(toFile: root + "/manifest", atomically: true, encoding: .utf8)
+            try "ELF".write(toFile: root + "/slots/current/libAppCore.so", atomically: true, encoding: .utf8)
+            try "ELF".write(toFile: root + "/debug/current/libAppCore.so.debug", atomically: true, encoding: .utf8)
+            try? FileManager.default.removeItem(atPath: root + "/" + link)
+            try FileManager.default.createSymbolicLink(atPath: root + "/" + link, withDestinationPath: target)
+            try shell("tar", "-czf", root + ".tar.gz", "-C", root, ".")
+            return root + ".tar.gz"
+        }
+        for (name, link, target) in [("directory", "slots/current", elsewhere), ("debug", "debug/current/libAppCore.so.debug", "/etc/shadow"),
+                                     ("slot", "slots/current/libAppCore.so", "/etc/passwd")] {
+            let artifact = try craft(name, link: link, to: target)
+            let result = try runProcess(Self.bundler, ["--package", Self.repository, "--previous-from", artifact, "--out", directory + "/dist"])
+            #expect(result.status == 1, "\(result)")
+            #expect(result.stderr == "Error: The previous release \(artifact) has a symbolic link at \(link) (to \(target)); a release artifact holds only files and directories: pass the tarball switchback-bundle --tarball wrote, or its bundle directory, as it was written.\n")
+            #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
+        }
+    }
+
     /// A tree without .git (a Docker build context) bundles when the previous slot comes from
     /// the last release's artifact and the build id is given (the full commit id, recorded so
     /// that the next release can take this bundle as its artifact); without them it says what

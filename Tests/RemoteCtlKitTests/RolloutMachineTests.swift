@@ -37,13 +37,13 @@ import Testing
         let third = next.judged(.successful("fine"), now: 260)
         #expect(third == .publish(.init(decision: .current, percent: 100, reason: "Rollout of 1.3.0: step 3 of 3 (100%), run the current slot.")))
         #expect(Self.publish(&next, third, serial: 12) == .analyse(step: 3, percent: 100, seconds: 60, resumed: false))
-        #expect(next.judged(.successful("fine"), now: 320) == .finish("The rollout of 1.3.0 is complete: 100% of installs run it (directive serial 12)."))
+        #expect(next.judged(.successful("fine"), now: 320) == .finish("The rollout of 1.3.0 is complete: its last directive (serial 12) was published for every install (100%); its last pause measured: successful: fine."))
         #expect(next.state.phase == .completed)
 
         // Run again: nothing more.
         var again = RolloutMachine(plan: Self.plan, state: next.state, approve: false)
         #expect(again.resume(onDisk: .init(serial: 12, sha256: "sha12"), abort: false, now: 400)
-            == .finish("The rollout of 1.3.0 is already complete: 100% of installs run it (directive serial 12)."))
+            == .finish("The rollout of 1.3.0 is already complete: its last directive (serial 12) was published for every install (100%); its last pause measured: successful: fine."))
     }
 
     @Test func aFailedAnalysisPublishesTheRollbackForEveryInstallAndFails() {
@@ -171,5 +171,104 @@ import Testing
         #expect(throws: RolloutStateError("The rollout state file s has format 2; it is not one this version wrote: move it away to start the rollout afresh, or restore the right file.")) {
             try RolloutState.parse(Array("format=2\n".utf8), file: "s")
         }
+    }
+
+    /// The pause ends with the directive file as this rollout left it: the verdict is judged.
+    @Test func aPauseThatEndsWithItsOwnDirectiveIsJudged() {
+        var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
+        _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)
+        let saved = machine.state
+        #expect(machine.pauseEnded(.successful("fine"), onDisk: .init(serial: 10, sha256: "sha10"), saved: saved, now: 160)
+            == .wait("Waiting for approval: step 2 of 3 (50%) is published only once an operator approves it; run the same command with --approve to publish it, or with --abort to roll back."))
+    }
+
+    /// An `--abort` from another process during the pause: its rollback is on disk and its
+    /// state says so; the running rollout is superseded, takes that state as it is, and
+    /// publishes nothing (not the next step, not even the rollback a failed verdict asks for).
+    @Test func anAbortFromAnotherProcessDuringThePauseSupersedesTheRun() {
+        for verdict in [StepVerdict.successful("fine"), .failed("bad"), .inconclusive("no data")] {
+            var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
+            _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)
+            // The other process: the same state, --abort, its rollback written.
+            var aborter = RolloutMachine(plan: Self.plan, state: machine.state, approve: false)
+            _ = Self.publish(&aborter, aborter.resume(onDisk: .init(serial: 10, sha256: "sha10"), abort: true, now: 120), serial: 11)
+            #expect(aborter.state.phase == .rolledBack)
+            let action = machine.pauseEnded(verdict, onDisk: .init(serial: 11, sha256: "sha11"), saved: aborter.state, now: 160)
+            #expect(action == .superseded("The rollout of 1.3.0 was aborted from another process (--abort) during the pause of step 1 of 3 (5%): its rollback (directive serial 11) stays published, and this run publishes nothing more."))
+            #expect(machine.state == aborter.state, "the aborter's state stands")
+        }
+    }
+
+    /// The aborter was killed after its state said rolling back but before its rollback was
+    /// written: the run still stops, and says to run --abort again.
+    @Test func anAbortWhoseRollbackNeverReachedTheDiskStillSupersedesTheRun() {
+        var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
+        _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)
+        var aborter = RolloutMachine(plan: Self.plan, state: machine.state, approve: false)
+        _ = aborter.resume(onDisk: .init(serial: 10, sha256: "sha10"), abort: true, now: 120)
+        aborter.willPublish(serial: 11, sha256: "sha11", now: 120)
+        #expect(machine.pauseEnded(.successful("fine"), onDisk: .init(serial: 10, sha256: "sha10"), saved: aborter.state, now: 160)
+            == .superseded("The rollout of 1.3.0 was aborted from another process (--abort) during the pause of step 1 of 3 (5%), but its rollback is not on disk: that run stopped before it was written; this run publishes nothing: run the same command with --abort to publish it."))
+        // Run again with --abort: the rollback, with the serial the aborter signed.
+        var again = RolloutMachine(plan: Self.plan, state: machine.state, approve: false)
+        #expect(again.resume(onDisk: .init(serial: 10, sha256: "sha10"), abort: true, now: 200)
+            == .publish(.init(decision: .previous, percent: 100, reason: "Rollout of 1.3.0 rolled back at step 1 of 3 (5%): aborted by the operator (--abort)", serial: 11)))
+    }
+
+    /// A directive published by hand during the pause (the state knows nothing of it): the
+    /// run stops without publishing over it, and a later run refuses as before.
+    @Test func aDirectivePublishedByHandDuringThePauseSupersedesTheRun() {
+        var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
+        _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)
+        let before = machine.state
+        #expect(machine.pauseEnded(.successful("fine"), onDisk: .init(serial: 50, sha256: "theirs"), saved: before, now: 160)
+            == .superseded("The directive file was replaced during the pause of step 1 of 3 (5%): it holds a directive with serial 50, not this rollout's (serial 10), so someone published by hand; this run publishes nothing more over it or after it: find out who, then run the same command with --abort to roll back, or start a new rollout with another --state file."))
+        #expect(machine.state == before, "nothing judged, nothing advanced")
+        var again = RolloutMachine(plan: Self.plan, state: machine.state, approve: false)
+        guard case .fail = again.resume(onDisk: .init(serial: 50, sha256: "theirs"), abort: false, now: 200) else {
+            Issue.record("a later run must refuse the foreign directive")
+            return
+        }
+    }
+
+    /// A serial no time-based serial can follow: refused in the progress file and in the
+    /// directive file, before anything is published.
+    @Test func aSerialAboveAnyTimeIsRefused() {
+        var text = RolloutState.fresh(Self.plan)
+        text.serial = UInt64(Int64.max) - 1
+        text.phase = .analysing
+        #expect(throws: RolloutStateError("The rollout state file s has serial 9223372036854775806, above any time in seconds (9999999999 is in the year 2286), so no time-based serial could follow it and every install that took the next one would refuse all later ones as replays; it is not one this version wrote: move it away to start the rollout afresh, or restore the right file.")) {
+            try RolloutState.parse(text.serialized(), file: "s")
+        }
+        text.serial = RolloutState.highestFollowableSerial
+        #expect((try? RolloutState.parse(text.serialized(), file: "s"))?.serial == 9_999_999_999)
+
+        var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
+        #expect(machine.resume(onDisk: .init(serial: UInt64(Int64.max), sha256: "theirs"), abort: false, now: 100)
+            == .fail("The directive file holds serial 9223372036854775807, above any time in seconds (9999999999 is in the year 2286): a rollout that followed it would publish serials every install accepts, after which every time-based serial (sign's, the next rollout's) is refused as a replay; publish a directive with a time-based serial (rollbackctl-remote sign without --serial) and run the rollout again."))
+        var aborting = RolloutMachine(plan: Self.plan, state: nil, approve: false)
+        guard case .fail = aborting.resume(onDisk: .init(serial: UInt64.max, sha256: "theirs"), abort: true, now: 100) else {
+            Issue.record("--abort must not follow it either")
+            return
+        }
+    }
+
+    /// Killed after a rollback was decided and written down, before it was signed: the state
+    /// holds the last step's serial and hash, which are on disk; the next run publishes the
+    /// rollback (it did not take the step's directive for the rollback, as it once did).
+    @Test func aRollbackDecidedButNotSignedIsPublishedByTheNextRun() {
+        var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
+        _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)
+        _ = machine.judged(.failed("bad"), now: 130)
+        #expect(machine.state.phase == .rollingBack && !machine.state.isRollbackSigned)
+        var resumed = RolloutMachine(plan: Self.plan, state: machine.state, approve: false)
+        #expect(resumed.resume(onDisk: .init(serial: 10, sha256: "sha10"), abort: false, now: 150)
+            == .publish(.init(decision: .previous, percent: 100, reason: "Rollout of 1.3.0 rolled back at step 1 of 3 (5%): bad")))
+        // The same for an --abort of a fresh rollout (serial 0) over a held-back directive.
+        var fresh = RolloutMachine(plan: Self.plan, state: nil, approve: false)
+        _ = fresh.resume(onDisk: .init(serial: 1, sha256: "held"), abort: true, now: 100)
+        var again = RolloutMachine(plan: Self.plan, state: fresh.state, approve: false)
+        #expect(again.resume(onDisk: .init(serial: 1, sha256: "held"), abort: true, now: 150)
+            == .publish(.init(decision: .previous, percent: 100, reason: "Rollout of 1.3.0 rolled back at step 1 of 3 (5%): aborted by the operator (--abort)")))
     }
 }

@@ -22,10 +22,26 @@ import Testing
         var log: [String] = []
         /// The write (counted from 1 over both files) that fails instead of happening.
         var crashAt: Int?
-        private var writes = 0
+        private(set) var writes = 0
+        /// The locks, as two processes sharing the files see them: the run lock's holder, and
+        /// whether the publication lock is held (a run must release it during its pauses).
+        var runHolder: String?
+        var isPublishing = false
 
         func readState() throws(CommandError) -> [UInt8]? { state }
         func readDirective() throws(CommandError) -> [UInt8]? { directive }
+
+        func lockRun() throws(CommandError) -> String? {
+            if let runHolder { return runHolder }
+            runHolder = "pid 4242"
+            return nil
+        }
+        func unlockRun() { runHolder = nil }
+        func lockPublication() throws(CommandError) {
+            if isPublishing { throw .failure("the publication lock is held") }
+            isPublishing = true
+        }
+        func unlockPublication() { isPublishing = false }
 
         func writeState(_ bytes: [UInt8]) throws(CommandError) {
             try crashIfDue()
@@ -52,10 +68,12 @@ import Testing
         }
     }
 
-    /// Returns the verdicts in order, one per pause; successful when they run out.
+    /// Returns the verdicts in order, one per pause; successful when they run out. `during`
+    /// runs in the middle of a pause, as another process would (an --abort from another shell).
     final class ScriptedJudge: RolloutJudge, @unchecked Sendable {
         var verdicts: [StepVerdict]
         var judged: [Int] = []
+        var during: ((Int) -> Void)?
         let clock: FakeClock
         init(_ verdicts: [StepVerdict], clock: FakeClock) {
             self.verdicts = verdicts
@@ -64,6 +82,7 @@ import Testing
         func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> StepVerdict {
             judged.append(percent)
             report("errors: measured for \(percent)%")
+            during?(percent)
             clock.sleep(until: deadline)
             return verdicts.isEmpty ? .successful("fine") : verdicts.removeFirst()
         }
@@ -110,7 +129,7 @@ import Testing
         #expect(directive.expiresAt.timeIntervalSince(directive.issuedAt) == 3600)
         #expect(h.judge.judged == [5, 50, 100])
         #expect(h.lines.out.contains("  errors: measured for 50%"))
-        #expect(h.lines.out.last == "The rollout of 1.3.0 is complete: 100% of installs run it (directive serial \(directive.serial)).")
+        #expect(h.lines.out.last == "The rollout of 1.3.0 is complete: its last directive (serial \(directive.serial)) was published for every install (100%); its last pause measured: successful: fine.")
         // The serials go up, one per publication, from the time in seconds.
         let serials = try RolloutState.parse(try #require(h.files.state), file: "s").records.keys.sorted().map {
             try! RolloutState.parse(h.files.state!, file: "s").records[$0]!.serial
@@ -179,5 +198,127 @@ import Testing
         h.files.directive = Array(try Self.signer.sign(manual))
         try h.run()
         #expect(h.files.log.filter { $0.hasPrefix("directive") } == ["directive 5000000001", "directive 5000000002", "directive 5000000003"])
+    }
+
+    /// The runs of the tests below: the same files, the same clock, another console, as
+    /// another process started from another shell would be.
+    func other(_ h: Harness, abort: Bool = true) -> (run: () throws(CommandError) -> Void, lines: Lines) {
+        let lines = Lines()
+        let console = Console(writeOut: { lines.out.append($0) }, writeError: { lines.out.append("stderr: " + $0) })
+        let judge = ScriptedJudge([], clock: h.clock)
+        return ({ () throws(CommandError) in
+            try RolloutRun(plan: Self.plan, appID: "dev.example", signer: Self.signer, files: h.files, clock: h.clock, judge: judge,
+                           directiveName: "www/directive.json", console: console).run(approve: false, abort: abort)
+        }, lines)
+    }
+
+    /// A second run while one runs refuses in one sentence, and touches nothing.
+    @Test func aSecondRunRefusesWhileOneRuns() throws {
+        let h = Harness()
+        var refusal: CommandError?
+        var log: [String] = []
+        h.judge.during = { [self] percent in
+            guard percent == 5 else { return }
+            log = h.files.log
+            do throws(CommandError) { try other(h, abort: false).run() } catch { refusal = error }
+            #expect(h.files.log == log, "the second run wrote nothing")
+        }
+        try h.run()
+        #expect(refusal == .failure("Another rollbackctl-remote rollout (pid 4242) is running with the state file (state); wait for it to end, or run the same command with --abort to roll back now (which ends that rollout)."))
+        #expect(h.files.runHolder == nil, "released at the end")
+    }
+
+    /// `--abort` from another process in the middle of step 2's pause: it publishes the
+    /// rollback at once (exit 0); the running rollout stops when its pause ends (exit 4,
+    /// code .superseded), says why, and writes nothing after it: neither step 3 nor its state.
+    @Test func anAbortFromAnotherProcessEndsTheRunningRollout() throws {
+        let h = Harness()
+        var aborted: Lines?
+        var logAtAbort: [String] = []
+        h.judge.during = { [self] percent in
+            guard percent == 50 else { return }
+            let (run, lines) = other(h)
+            do { try run() } catch { Issue.record("the abort failed: \(error)") }
+            aborted = lines
+            logAtAbort = h.files.log
+        }
+        let error = #expect(throws: CommandError.self) { try h.run() }
+        #expect(error?.code == .superseded && error?.exitCode == 4)
+        let rollback = try #require(h.files.published)
+        #expect(rollback.decision == .runPrevious && rollback.rolloutPercent == 100)
+        #expect(error?.message == "The rollout of 1.3.0 was aborted from another process (--abort) during the pause of step 2 of 3 (50%): its rollback (directive serial \(rollback.serial)) stays published, and this run publishes nothing more.")
+        #expect(aborted?.out.first == "A rollout is running with the state file (state) (pid 4242): publishing the rollback beside it; it stops, publishing nothing more, when its pause ends.")
+        #expect(aborted?.out.last == "Rolled back 1.3.0 for every install (directive serial \(rollback.serial)): aborted by the operator (--abort).")
+        #expect(h.files.log == logAtAbort, "nothing written after the abort: \(h.files.log)")
+        #expect(h.files.log.filter { $0.hasPrefix("directive") }.count == 3, "steps 1 and 2, and the rollback")
+        let state = try RolloutState.parse(try #require(h.files.state), file: "s")
+        #expect(state.phase == .rolledBack && state.rollbackCause == .aborted)
+        // Run again: the rollout is over.
+        #expect(throws: CommandError.self) { try h.run() }
+        #expect(h.files.published?.serial == rollback.serial)
+    }
+
+    /// A directive published by hand during a pause ends the running rollout the same way.
+    @Test func aDirectivePublishedByHandDuringAPauseEndsTheRunningRollout() throws {
+        let h = Harness()
+        let manual = Directive(appID: "dev.example", serial: 1_800_000_500, issuedAt: Date(timeIntervalSince1970: 1_800_000_000),
+                               expiresAt: Date(timeIntervalSince1970: 1_900_000_000), decision: .runPrevious, appliesTo: ["1.3.0"],
+                               reason: "held by hand")
+        let bytes = Array(try Self.signer.sign(manual))
+        var logAtHand: [String] = []
+        h.judge.during = { percent in
+            guard percent == 5 else { return }
+            h.files.directive = bytes
+            logAtHand = h.files.log
+        }
+        let error = #expect(throws: CommandError.self) { try h.run() }
+        #expect(error?.code == .superseded)
+        #expect(error?.message == "The directive file was replaced during the pause of step 1 of 3 (5%): it holds a directive with serial 1800000500, not this rollout's (serial 1800000000), so someone published by hand; this run publishes nothing more over it or after it: find out who, then run the same command with --abort to roll back, or start a new rollout with another --state file.")
+        #expect(h.files.directive == bytes && h.files.log == logAtHand, "nothing written after it: \(h.files.log)")
+    }
+
+    /// The aborter killed at each of its writes (state rolling back, decided; state rolling
+    /// back, signed; the rollback; state rolled back) while the rollout pauses: killed before
+    /// it wrote anything, the abort never happened and the rollout goes on; killed later,
+    /// the rollout stops all the same and publishes nothing, and `--abort` run again leaves
+    /// exactly one rollback written.
+    @Test(arguments: 1...4)
+    func anAbortKilledAtAnyWriteStillStopsTheRollout(crashAt: Int) throws {
+        let h = Harness()
+        var logAtAbort: [String] = []
+        h.judge.during = { [self] percent in
+            guard percent == 50 else { return }
+            h.files.crashAt = h.files.writes + crashAt
+            #expect(throws: CommandError.failure("killed")) { try other(h).run() }
+            h.files.crashAt = nil
+            logAtAbort = h.files.log
+        }
+        if crashAt == 1 {
+            try h.run()
+            #expect(h.files.published?.rolloutPercent == 100 && h.files.published?.decision == .runCurrent)
+            return
+        }
+        let error = #expect(throws: CommandError.self) { try h.run() }
+        #expect(error?.code == .superseded, "\(String(describing: error))")
+        #expect(h.files.log == logAtAbort, "nothing written after the abort: \(h.files.log)")
+        try other(h).run()
+        let rollbacks = h.files.log.filter { $0.hasPrefix("directive") }.dropFirst(2)
+        #expect(rollbacks.count == 1, "\(h.files.log)")
+        #expect(h.files.published?.decision == .runPrevious)
+        #expect(try RolloutState.parse(try #require(h.files.state), file: "s").phase == .rolledBack)
+    }
+
+    /// A progress file with a serial near Int64.max is refused before anything is published.
+    @Test func aProgressFileWithASerialAboveAnyTimeIsRefused() throws {
+        let h = Harness()
+        var state = RolloutState.fresh(Self.plan)
+        state.serial = UInt64(Int64.max) - 1
+        state.phase = .ready
+        state.step = 2
+        h.files.state = state.serialized()
+        let error = #expect(throws: CommandError.self) { try h.run() }
+        #expect(error?.exitCode == 1)
+        #expect(error?.message.hasPrefix("The rollout state file (state) has serial 9223372036854775806, above any time in seconds") == true)
+        #expect(h.files.log.isEmpty && h.files.directive == nil)
     }
 }

@@ -73,6 +73,11 @@ final class MemoryFiles: RolloutFiles, @unchecked Sendable {
     func writeState(_ bytes: [UInt8]) throws(CommandError) { state = bytes }
     func readDirective() throws(CommandError) -> [UInt8]? { directive }
     func writeDirective(_ bytes: [UInt8]) throws(CommandError) { directive = bytes }
+    /// The copy is this process's own: no other process can hold its locks.
+    func lockRun() throws(CommandError) -> String? { nil }
+    func unlockRun() {}
+    func lockPublication() throws(CommandError) {}
+    func unlockPublication() {}
 }
 
 /// A clock that jumps to each deadline instead of sleeping.

@@ -34,6 +34,10 @@ struct RolloutMachine {
         case finish(String)
         /// Stopped by a failure or a refusal (exit 1).
         case fail(String)
+        /// Stopped because another publisher took the directive file over during a pause: an
+        /// `--abort` run from another process, or a directive published by hand. Nothing is
+        /// published after it and the state is not written (exit 4).
+        case superseded(String)
     }
 
     /// What the directive file holds now (read by the driver before `resume`).
@@ -70,9 +74,18 @@ struct RolloutMachine {
     /// Decides the first action of a run from the state and the directive file on disk.
     /// `abort` (`--abort`) publishes the rollback directive from any phase but a finished rollback.
     mutating func resume(onDisk: OnDisk?, abort: Bool, now: Int64) -> Action {
+        if let serial = onDisk?.serial, serial > RolloutState.highestFollowableSerial, onDisk?.sha256 != state.directiveSHA256 {
+            return .fail("The directive file holds serial \(serial), above any time in seconds (\(RolloutState.highestFollowableSerial) is in the year 2286): a rollout that followed it would publish serials every install accepts, after which every time-based serial (sign's, the next rollout's) is refused as a replay; publish a directive with a time-based serial (rollbackctl-remote sign without --serial) and run the rollout again.")
+        }
         switch state.phase {
         case .rolledBack:
             return .fail("The rollout of \(plan.version) was already rolled back (directive serial \(state.serial)): \(state.result ?? "no reason recorded"); to try again, start a new rollout with another --state file.")
+        case .rollingBack where !state.isRollbackSigned:
+            // Decided and written down, then killed before it was signed: the file still
+            // holds the last step's directive (or whatever was there), so no serial or hash
+            // of the rollback can be compared; it is published now, with a new serial.
+            notes.append("The rollback of \(stepName) was decided before the last run stopped, and not yet published; publishing it now.")
+            return .publish(rollbackPublication(reason: state.result ?? "rollback"))
         case .publishing, .rollingBack:
             let inFlight = state.phase == .rollingBack ? "the rollback" : stepName
             if onDisk?.sha256 == state.directiveSHA256 {
@@ -94,7 +107,7 @@ struct RolloutMachine {
             return .analyse(step: state.step, percent: state.percent, seconds: plan.pauseSeconds, resumed: true)
         case .completed:
             if abort { return rollBack(.aborted, because: "aborted by the operator (--abort) after the rollout completed") }
-            return .finish("The rollout of \(plan.version) is already complete: \(state.percent)% of installs run it (directive serial \(state.serial)).")
+            return .finish("The rollout of \(plan.version) is already complete: \(outcome)")
         case .ready, .awaitingApproval:
             if abort { return rollBack(.aborted, because: "aborted by the operator (--abort)") }
             if let serial = onDisk?.serial, serial > state.serial, state.serial > 0 {
@@ -140,6 +153,30 @@ struct RolloutMachine {
         return .analyse(step: state.step, percent: state.percent, seconds: plan.pauseSeconds, resumed: resumed)
     }
 
+    /// The pause of the step in hand ended with `verdict`; `onDisk` is the directive file and
+    /// `saved` the state file as the driver re-read them, under the publication lock, before
+    /// anything more is published. When another process took the directive over during the
+    /// pause (an `--abort` from another shell, whose state says so; or a directive published
+    /// by hand, which the state does not know), the run is superseded: nothing more is
+    /// published and the state stays as the other process left it. Otherwise the verdict
+    /// is judged (`judged`).
+    mutating func pauseEnded(_ verdict: StepVerdict, onDisk: OnDisk?, saved: RolloutState?, now: Int64) -> Action {
+        let pause = "the pause of \(stepName)"
+        if let saved, saved.rollbackCause == .aborted, saved.phase == .rollingBack || saved.phase == .rolledBack {
+            let published = saved.phase == .rolledBack || (saved.isRollbackSigned && onDisk?.sha256 == saved.directiveSHA256)
+            state = saved
+            guard published else {
+                return .superseded("The rollout of \(plan.version) was aborted from another process (--abort) during \(pause), but its rollback is not on disk: that run stopped before it was written; this run publishes nothing: run the same command with --abort to publish it.")
+            }
+            return .superseded("The rollout of \(plan.version) was aborted from another process (--abort) during \(pause): its rollback (directive serial \(saved.serial)) stays published, and this run publishes nothing more.")
+        }
+        guard onDisk?.sha256 == state.directiveSHA256 else {
+            let holds = onDisk.map { $0.serial.map { "a directive with serial \($0)" } ?? "something that is no directive" } ?? "nothing"
+            return .superseded("The directive file was replaced during \(pause): it holds \(holds), not this rollout's (serial \(state.serial)), so someone published by hand; this run publishes nothing more over it or after it: find out who, then run the same command with --abort to roll back, or start a new rollout with another --state file.")
+        }
+        return judged(verdict, now: now)
+    }
+
     /// The analysis of the step in hand ended with `verdict`.
     mutating func judged(_ verdict: StepVerdict, now: Int64) -> Action {
         state.updatedAt = now
@@ -163,11 +200,24 @@ struct RolloutMachine {
         }
     }
 
+    /// What a finished rollout did: what it published, and what it measured. Never how many
+    /// installs run the release: only the installs' own metrics say that (a check such as the
+    /// share-of-fleet query in docs/rollout.md, in the plan, makes the last pause measure it).
+    private var outcome: String {
+        let measured = state.records[state.step]?.result ?? state.result ?? "nothing recorded"
+        return "its last directive (serial \(state.serial)) was published for \(Self.audience(state.percent)); its last pause measured: \(measured)."
+    }
+
+    /// "installs in buckets below 10 (10%)", "every install (100%)".
+    static func audience(_ percent: Int) -> String {
+        percent >= 100 ? "every install (100%)" : "installs in buckets below \(percent) (\(percent)%)"
+    }
+
     /// Moves past the step in hand: the next step, or the end.
     private mutating func next() -> Action {
         guard state.step < state.steps.count else {
             state.phase = .completed
-            return .finish("The rollout of \(plan.version) is complete: \(state.percent)% of installs run it (directive serial \(state.serial)).")
+            return .finish("The rollout of \(plan.version) is complete: \(outcome)")
         }
         state.step += 1
         state.phase = .ready

@@ -27,8 +27,22 @@ struct RolloutRun {
     /// Whether each published directive is also printed, as JSON (the dry run).
     var showsDirectives = false
 
-    /// Runs from the state on disk to the next stop.
+    /// Runs from the state on disk to the next stop. Holds the run lock throughout (a second
+    /// run refuses; `--abort` goes on beside a running rollout) and the publication lock
+    /// except during pauses; after each pause it re-reads both files before it publishes
+    /// or finishes anything, and stops (exit 4) when another process took the directive
+    /// over meanwhile.
     func run(approve: Bool, abort: Bool) throws(CommandError) {
+        let holder = try files.lockRun()
+        if let holder, !abort {
+            throw .failure("Another rollbackctl-remote rollout (\(holder)) is running with the state file \(stateName); wait for it to end, or run the same command with --abort to roll back now (which ends that rollout).")
+        }
+        defer { if holder == nil { files.unlockRun() } }
+        try files.lockPublication()
+        defer { files.unlockPublication() }
+        if let holder {
+            say("A rollout is running with the state file \(stateName) (\(holder)): publishing the rollback beside it; it stops, publishing nothing more, when its pause ends.")
+        }
         let saved = try loadState()
         var machine = RolloutMachine(plan: plan, state: saved, approve: approve)
         if let saved {
@@ -39,7 +53,9 @@ struct RolloutRun {
         var action = machine.resume(onDisk: try onDisk(), abort: abort, now: nowSeconds)
         while true {
             flushNotes(&machine)
-            try save(machine.state)
+            // Superseded: the state on disk is the other process's (or the one this run
+            // last wrote, for a directive published by hand); it is not written again.
+            if case .superseded = action {} else { try save(machine.state) }
             switch action {
             case .publish(let publication):
                 action = try publish(publication, machine: &machine, abort: abort)
@@ -47,11 +63,15 @@ struct RolloutRun {
                 let deadline = clock.nowMilliseconds() + Int64(seconds) * 1000
                 say("\(machine.stepName.capitalizedFirst): pausing \(seconds) s while the analysis runs (until \(Self.clockTime(deadline))).")
                 let console = self.console
+                files.unlockPublication()
                 let verdict = judge.judge(step: step, percent: percent, until: deadline) { line in
                     console.out("  " + line)
                     fflush(nil)
                 }
-                action = machine.judged(verdict, now: nowSeconds)
+                try files.lockPublication()
+                // Before anything more is published or said: what the files hold now.
+                let directive = try onDisk()
+                action = machine.pauseEnded(verdict, onDisk: directive, saved: try loadState(), now: nowSeconds)
             case .wait(let sentence):
                 throw CommandError(.waiting, sentence)
             case .finish(let sentence):
@@ -59,6 +79,8 @@ struct RolloutRun {
                 return
             case .fail(let sentence):
                 throw .failure(sentence)
+            case .superseded(let sentence):
+                throw CommandError(.superseded, sentence)
             }
         }
     }
@@ -133,9 +155,7 @@ struct RolloutRun {
     }
 
     /// "installs in buckets below 10 (10%)", "every install (100%)".
-    static func audience(_ percent: Int) -> String {
-        percent >= 100 ? "every install (100%)" : "installs in buckets below \(percent) (\(percent)%)"
-    }
+    static func audience(_ percent: Int) -> String { RolloutMachine.audience(percent) }
 
     /// A reason a directive accepts: one line, at most `Directive.maxReasonLength` characters.
     static func oneLine(_ text: String) -> String {

@@ -8,6 +8,12 @@ struct RolloutState: Sendable, Equatable {
     /// The format this version writes and reads.
     static let format = 1
 
+    /// The highest serial a rollout follows: serials are the time in seconds, which reaches
+    /// this in the year 2286. Above it (a crafted progress file near `Int64.max`, say) a
+    /// rollout would publish serials every install accepts, after which every time-based
+    /// serial is a replay there; the progress file or directive file is refused instead.
+    static let highestFollowableSerial: UInt64 = 9_999_999_999
+
     /// Where the step in hand is.
     enum Phase: String, Sendable, Equatable {
         /// The step is next and nothing of it is published yet.
@@ -72,6 +78,13 @@ struct RolloutState: Sendable, Equatable {
     /// The percentage of the step in hand.
     var percent: Int { steps[step - 1] }
 
+    /// Whether the rollback in hand was signed (`serial` and `directiveSHA256` are its own):
+    /// a rollback is decided and written down first with the serial of the last directive
+    /// published (a step's, in `records`, or 0), and signed just before it is written.
+    var isRollbackSigned: Bool {
+        (phase == .rollingBack || phase == .rolledBack) && serial != 0 && !records.values.contains { $0.serial == serial }
+    }
+
     /// Whether nothing more will happen.
     var isOver: Bool { phase == .rolledBack || phase == .completed }
 
@@ -112,6 +125,9 @@ struct RolloutState: Sendable, Equatable {
         guard let step = text["step"].flatMap(Int.init), (1...steps.count).contains(step) else { throw fail("has a bad step") }
         guard let phase = text["phase"].flatMap(Phase.init(rawValue:)) else { throw fail("has a bad phase \(text["phase"] ?? "(none)")") }
         guard let serial = text["serial"].flatMap(UInt64.init) else { throw fail("has a bad serial") }
+        guard serial <= highestFollowableSerial else {
+            throw fail("has serial \(serial), above any time in seconds (\(highestFollowableSerial) is in the year 2286), so no time-based serial could follow it and every install that took the next one would refuse all later ones as replays")
+        }
         var state = RolloutState(version: version, steps: steps, step: step, phase: phase, serial: serial,
                                  directiveSHA256: text["directive_sha256"] ?? "", updatedAt: text["updated_at"].flatMap(Int64.init) ?? 0,
                                  result: text["result"])

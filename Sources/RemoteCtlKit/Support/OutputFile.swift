@@ -33,6 +33,36 @@ enum OutputFile {
         }
     }
 
+    /// Opens (creating, mode 0600) a lock file at a path the operator chose, in its checked
+    /// directory as `write` does, never through a link at the name; the caller closes it.
+    static func openLockFile(_ path: String) throws(CommandError) -> Int32 {
+        let absolute = path.hasPrefix("/") ? path : currentDirectory() + "/" + path
+        let slash = absolute.lastIndex(of: "/")!
+        let parent = slash == absolute.startIndex ? "/" : String(absolute[..<slash])
+        let name = String(absolute[absolute.index(after: slash)...])
+        do {
+            let directory = try CheckedDirectory.open(parent, what: "directory of \(path)", policy: operatorsPolicy)
+            guard let fd = try directory.openFile(name, flags: O_RDWR | O_CREAT, mode: 0o600, what: "lock file") else {
+                throw CommandError.failure("Could not open the lock file \(path).")
+            }
+            return fd
+        } catch let error as FileError {
+            if error.code == .untrusted { throw .failure(error.message) }
+            throw .failure("Could not open the lock file \(path): \(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message); check the directory's permissions.")
+        } catch let error as CommandError {
+            throw error
+        } catch {
+            throw .failure("Could not open the lock file \(path): \(error).")
+        }
+    }
+
+    /// Links on the way are the operator's choice (only the holder's check matters here).
+    static var operatorsPolicy: TrustPolicy {
+        TrustPolicy { info, here, role, what in
+            role == .link ? nil : TrustPolicy.stickyHolder.refusal(info, here, role, what)
+        }
+    }
+
     static func currentDirectory() -> String {
         var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
         guard getcwd(&buffer, buffer.count) != nil else { return "." }

@@ -21,6 +21,10 @@ public struct CommandError: Error, Equatable, Sendable {
         /// inconclusive analysis); the message says what to run. Not an error: it goes to
         /// stdout (exit 3).
         case waiting
+        /// A rollout stopped because another process took the served directive over during a
+        /// pause: an `--abort` from another shell, or a directive published by hand; it
+        /// published nothing after it (exit 4).
+        case superseded
     }
 
     public var code: Code
@@ -46,13 +50,14 @@ public struct CommandError: Error, Equatable, Sendable {
     }
 
     /// The process exit code: 64 for bad usage, 78 for an unusable configuration (a bundle's
-    /// `analysis.*` settings, a rollout plan), 3 for a command waiting for an operator, 1 for
-    /// everything else.
+    /// `analysis.*` settings, a rollout plan), 3 for a command waiting for an operator, 4 for a
+    /// rollout another process took over, 1 for everything else.
     public var exitCode: Int32 {
         switch code {
         case .usage: return 64
         case .configInvalid: return 78
         case .waiting: return 3
+        case .superseded: return 4
         case .failed, .switchRefused, .stateNotWritable: return 1
         }
     }

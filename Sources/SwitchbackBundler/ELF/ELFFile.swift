@@ -79,7 +79,9 @@ public struct ELFFile: Sendable {
             }
         }
         func fileOffset(_ address: UInt64) -> Int? {
-            for load in loads where address >= load.vaddr && address < load.vaddr + load.size {
+            // `address - vaddr < size`, not `address < vaddr + size`: a crafted segment's end
+            // may be past 2^64 (the fuzz target's first finding).
+            for load in loads where address >= load.vaddr && address - load.vaddr < load.size {
                 let offset = (address - load.vaddr).addingReportingOverflow(load.offset)
                 return offset.overflow || offset.partialValue > length ? nil : Int(offset.partialValue)
             }
@@ -91,8 +93,14 @@ public struct ELFFile: Sendable {
             var sonameOffset: UInt64?, runpathOffset: UInt64?, rpathOffset: UInt64?
             var entry = try within(dynamic.offset)
             let end = try within(min(length, dynamic.offset.addingReportingOverflow(dynamic.size).overflow ? length : dynamic.offset + dynamic.size))
+            // The linker writes each of these once; a second one would escape `bindNow`'s patch
+            // (it rewrites one entry) and leave the file with a search path of its own.
+            var seen: Set<UInt64> = []
             while entry + 16 <= end {
                 guard let tag = reader.u64(entry), let value = reader.u64(entry + 8) else { throw invalid("truncated dynamic section") }
+                if [5, 10, 14, 15, 29, 30, 0x6FFF_FFF9, 0x6FFF_FFFB].contains(tag) {
+                    guard seen.insert(tag).inserted else { throw invalid("dynamic tag \(tag) twice") }
+                }
                 switch tag {
                 case 0: entry = end; continue  // DT_NULL
                 case 1: neededOffsets.append(value)
@@ -159,23 +167,42 @@ public struct ELFFile: Sendable {
     /// result. Returns false when the file already binds now and has no `DT_RUNPATH`; throws
     /// `.elfInvalid` when there is no entry to use.
     public static func bindNow(at path: String) throws(BundlerError) -> Bool {
-        guard var bytes = FileManager.default.contents(atPath: path).map([UInt8].init) else {
+        guard let bytes = FileManager.default.contents(atPath: path).map([UInt8].init) else {
             throw BundlerError(.elfInvalid, "Cannot read \(path).", path: path)
         }
+        guard let patched = try boundNow(bytes, path: path) else { return false }
+        do { try Data(patched).write(to: URL(fileURLWithPath: path)) } catch {
+            throw BundlerError(.output, "Cannot write \(path): \(error.localizedDescription).", path: path)
+        }
+        return true
+    }
+
+    /// `bindNow(at:)` on bytes: the file's bytes with the flag set, or nil when it already
+    /// binds now and has no `DT_RUNPATH`; `path` names the file in errors.
+    public static func boundNow(_ original: [UInt8], path: String) throws(BundlerError) -> [UInt8]? {
+        var bytes = original
         let file = try ELFFile(bytes: bytes, path: path)
         func put(_ value: UInt64, at offset: Int) {
             for index in 0..<8 { bytes[offset + index] = UInt8(truncatingIfNeeded: value >> (8 * UInt64(index))) }
+        }
+        // DT_RUNPATH becomes DT_RPATH, unless the file has a DT_RPATH too (the loader ignores
+        // it beside a DT_RUNPATH; two would be ambiguous): the fuzz target's second finding.
+        func makeRPATH(_ runpath: Int) throws(BundlerError) {
+            guard file.rpathEntryOffset == nil else {
+                throw BundlerError(.elfInvalid, "\(path) has both DT_RUNPATH and DT_RPATH, so its DT_RUNPATH cannot become a DT_RPATH; bundle a library linked with one search path.", path: path)
+            }
+            put(15, at: runpath)  // DT_RPATH
         }
         if let flags = file.flagsEntryOffset {
             if !file.bindsNow {
                 let reader = Reader(bytes: bytes)
                 put((reader.u64(flags + 8) ?? 0) | 0x8, at: flags + 8)
             }
-            if let runpath = file.runpathEntryOffset { put(15, at: runpath) }  // DT_RPATH
-            if file.bindsNow && file.runpathEntryOffset == nil { return false }
+            if let runpath = file.runpathEntryOffset { try makeRPATH(runpath) }
+            if file.bindsNow && file.runpathEntryOffset == nil { return nil }
         } else if file.bindsNow {
-            guard let runpath = file.runpathEntryOffset else { return false }
-            put(15, at: runpath)
+            guard let runpath = file.runpathEntryOffset else { return nil }
+            try makeRPATH(runpath)
         } else {
             guard let entry = file.runpathEntryOffset ?? file.rpathEntryOffset ?? file.relativeCountEntryOffset else {
                 throw BundlerError(.elfInvalid, "\(path) has no DT_FLAGS, search path or DT_RELACOUNT entry to make it bind now; bundle a library linked with -z now.", path: path)
@@ -183,10 +210,7 @@ public struct ELFFile: Sendable {
             put(30, at: entry)  // DT_FLAGS
             put(0x8, at: entry + 8)  // DF_BIND_NOW
         }
-        do { try Data(bytes).write(to: URL(fileURLWithPath: path)) } catch {
-            throw BundlerError(.output, "Cannot write \(path): \(error.localizedDescription).", path: path)
-        }
-        return true
+        return bytes
     }
 
     /// The search paths the file names (RUNPATH, else RPATH), split.
