@@ -92,14 +92,14 @@ import Glibc
     @Test(.enabled(if: geteuid() == 0, "needs root to run a process as a second user at a chosen pid"))
     func aStaleRecordWhosePidTheBundlesOwnLauncherOfAnotherUserTookDoesNotBlockARollback() throws {
         let other = try SecondUser.uid()
-        let (t, _, app) = try LiveSwitchDataTests.server()
+        let (t, port, app) = try LiveSwitchDataTests.server()
         defer { app.stop() }
         try shell("chmod", "755", t.directory)
         let otherState = t.directory + "/other-state"
         try shell("mkdir", "-m", "700", otherState)
         try shell("chown", "\(other):\(other)", otherState)
         let pid = try Self.killSupervisor(app)
-        let port = try unusedLocalPort()
+        // The manifest's declared address, free since the supervisor died.
         let log = t.directory + "/other.err"
         let squatter = try #require(try Self.squat(pid, uid: other, [t.bundle + "/bin/launcher", "serve", "--http", "127.0.0.1:\(port)"],
                                                    environment: ["PATH": "/usr/bin:/bin", "SWITCHBACK_STATE_DIR": otherState,

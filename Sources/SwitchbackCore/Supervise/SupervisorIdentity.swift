@@ -16,7 +16,7 @@ import CSwitchbackSystem
 /// the user who owns the record file (`/proc/PID/status`, the effective uid); and its
 /// executable is the very file the supervisor ran (device and inode of `/proc/PID/exe`,
 /// which survive a rename and a deletion of the release). Records written before these lines
-/// existed are held to the start second (±1 s) and the uid. Anything else is stale: its
+/// existed are held to the start second (±2 s, the rule before) and the uid. Anything else is stale: its
 /// sentence says which check failed, and the caller ignores the record.
 public enum SupervisorIdentity {
     /// What the record in a state directory comes to.
@@ -88,7 +88,7 @@ public enum SupervisorIdentity {
             }
         } else {
             let seconds = ProcessFacts.startTime(ticks: stat.startTicks)
-            guard let seconds, abs(seconds - record.startedAt) <= 1 else {
+            guard let seconds, abs(seconds - record.startedAt) <= 2 else {
                 return .failure(.startedAt(ticks: stat.startTicks, seconds: seconds))
             }
         }
