@@ -155,7 +155,7 @@ import Glibc
         let lock = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         try #require(lock >= 0)
         defer { close(lock) }
-        try #require(flock(lock, LOCK_EX) == 0)
+        try #require(waitUntil(seconds: 10) { flock(lock, LOCK_EX | LOCK_NB) == 0 }, "the serving child holds \(lockPath)")
         let rollback = HandOffFailureTests.Rollback(t)
         var found: [Int32] = []
         try #require(waitUntil(seconds: 30) { found = Self.children(of: app.pid, with: DataDowngrade.modeVariable); return !found.isEmpty },
