@@ -84,6 +84,12 @@ import Glibc
         #expect(isAlive(pid))
         try Self.expectRollbackIgnores(t, stalePID: pid, clause: "it belongs to uid \(other), the record to uid 0")
         #expect(isAlive(squatter.pid), "the squatter was left alone")
+        // promote and abort ask the same question, and say the same sentence first.
+        for command in ["promote", "abort"] {
+            let result = try t.rollbackctl(command)
+            #expect(result.status == 1, "\(result)")
+            #expect(result.stderr.hasPrefix("Error: The supervisor record names pid \(pid), which is not this install's supervisor (it belongs to uid \(other), the record to uid 0); ignoring it. No supervisor runs for the state directory "), "\(result)")
+        }
     }
 
     /// (b) The bundle's own launcher, world-executable, run by another user with its own state
