@@ -45,7 +45,7 @@ import Glibc
     }
 
     @Test func aRollbackThatAStoppedSupervisorNeverTakesChangesNothingAndSaysSo() throws {
-        // Drain and grace short: the caller waits 60 s plus both.
+        // A supervisor that does not take the request is not waited on beyond 15 s.
         let (t, port, app) = try LiveSwitchDataTests.server(["supervise.drain_ms": "100", "supervise.grace_ms": "100"])
         defer {
             kill(app.pid, SIGCONT)
@@ -57,8 +57,8 @@ import Glibc
         let rollback = try t.rollbackctl("rollback", "--reason", "while the supervisor is stopped")
         let waited = Date().timeIntervalSince(started)
         #expect(rollback.status == 1, "\(rollback)")
-        #expect(rollback.stderr == "Error: The supervisor (pid \(app.pid)) did not take the switch within 60 s, so nothing was changed; check that it runs (rollbackctl status shows it), then retry.\n", "\(rollback)")
-        #expect(waited >= 60, "gave up after \(waited) s")
+        #expect(rollback.stderr == "Error: The supervisor (pid \(app.pid)) did not take the switch within 15 s, so nothing was changed; check that it runs (rollbackctl status shows it), then retry.\n", "\(rollback)")
+        #expect(waited >= 15 && waited < 30, "gave up after \(waited) s")
         #expect(!FileManager.default.fileExists(atPath: t.state + "/switch.request"), "the request was withdrawn")
 
         // Nothing changed: the flag, the data's format, the child serving it.

@@ -70,6 +70,9 @@ import Glibc
         let paused = try #require(record.pausedMilliseconds)
         let status = try t.rollbackctl("status")
         #expect(status.stdout.contains("Last switch: stop-first, 1.1.9 → 1.2.0: 1.2.0 migrates notes-v2, which 1.1.9 cannot read; paused \(paused) ms ("), "\(status)")
+        // Still this install's supervisor (SupervisorIdentity): its executable file is the old
+        // release's, deleted, and the same file it started from.
+        #expect(status.stdout.contains("Supervisor: pid \(app.pid), "), "\(status)")
         #expect(try t.history().contains { $0.kind == "stop_first" && $0.reason?.hasSuffix("paused \(paused) ms") == true })
         print("supervisor stderr:\n\(app.stderr)\nstatus:\n\(status.stdout)")
 
@@ -78,6 +81,7 @@ import Glibc
         let rollback = try t.rollbackctl("rollback", "--reason", "back to 1.1.9")
         #expect(rollback.status == 0, "\(rollback)")
         #expect(rollback.stdout.contains("Data: reverted migration step notes-v2 so that 1.1.9 can read it."), "\(rollback)")
+        #expect(!rollback.stderr.contains("Note:"), "\(rollback)")
         #expect(app.wait(upTo: 60) { app.record?.lastSwitch?.to == .previous && app.record?.childReady == true }, "\(app.stderr)")
         #expect(app.record?.lastSwitch?.why == "the data (reader floor 1.2.0) must be converted back for 1.1.9")
         #expect(NotesClient.get(port: port, path: "/notes").format == "1")

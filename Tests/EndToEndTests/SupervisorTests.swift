@@ -35,7 +35,10 @@ final class SupervisedLauncher {
     }
 
     /// What the supervisor publishes for `rollbackctl status`.
-    var record: SupervisorRecord? { SupervisorRecord.live(in: StateDirectory(path: t.state)) }
+    var record: SupervisorRecord? {
+        if case .live(let live) = SupervisorIdentity.check(in: StateDirectory(path: t.state)) { return live.record }
+        return nil
+    }
 
     /// Polls `condition` until it holds or `seconds` pass; returns whether it held.
     @discardableResult

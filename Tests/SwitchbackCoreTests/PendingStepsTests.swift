@@ -25,6 +25,18 @@ import Testing
         return nil
     }
 
+    /// A planning run or a conversion dies with its parent (`ParentDeath`): it is told who
+    /// that is (the launcher it runs checks it against `getppid()` after `prctl`); an
+    /// inherited value is replaced, never kept.
+    @Test func aChildIsToldItsParentToDieWith() throws {
+        let shell = try ProgramFile.open("/bin/sh", what: "shell")
+        let run = ChildRun.run(shell, arguments: ["sh", "-c", "echo $SWITCHBACK_PARENT_PID; echo $PPID"],
+                               environment: ["PATH=/usr/bin:/bin", "SWITCHBACK_PARENT_PID=1"],
+                               deadlineMilliseconds: 10_000, outputLimit: 1024)
+        #expect(String(decoding: run.output, as: UTF8.self) == "\(getpid())\n\(getpid())\n")
+        #expect(run.ending == .exited(0))
+    }
+
     // MARK: - Answers
 
     @Test func stepsThenDoneAreTheStepsInOrder() throws {

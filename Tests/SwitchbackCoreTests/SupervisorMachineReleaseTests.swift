@@ -67,8 +67,9 @@ import Testing
     }
 }
 
-/// Which supervisor record `rollbackctl status` and `promote`/`abort` trust once a release was
-/// installed under the supervisor: its executable is then the old release's, or deleted.
+/// Whether a record's process is this install's supervisor (`SupervisorIdentity`), the one
+/// rule every reader asks: the hand-off, `status`, `promote` and `abort`, and so a release
+/// installed under the supervisor (its executable then the old release's, moved or deleted).
 @Suite struct SupervisorRecordIdentityTests {
     static func record(bundle: String?, startedAt: Int64) -> SupervisorRecord {
         var record = SupervisorRecord(pid: getpid(), startedAt: startedAt, childPID: nil, childSlot: nil, childStartedAt: nil, restarts: 0)
@@ -76,21 +77,76 @@ import Testing
         return record
     }
 
-    @Test func aProcessStartTimeIsReadFromProcfs() throws {
-        let started = try #require(SupervisorRecord.processStartTime(getpid()))
-        let now = Int64(time(nil))
-        #expect(started <= now && started > now - 24 * 3600, "\(started) vs \(now)")
-        #expect(SupervisorRecord.processStartTime(Int32.max) == nil)
+    /// A record of this very process, as a supervisor publishes its own.
+    static func own() throws -> SupervisorRecord {
+        let ticks = try #require(ProcessFacts.ownStartTicks())
+        var record = record(bundle: "/tmp", startedAt: try #require(ProcessFacts.startTime(ticks: ticks)))
+        record.startTicks = ticks
+        let executable = try #require(ProcessFacts.executable(getpid()))
+        record.executableDevice = executable.device
+        record.executableInode = executable.inode
+        return record
     }
 
-    @Test func aRecordNamingTheBundleIsTrustedOnlyForAProcessThatStartedWhenItSays() throws {
-        let started = try #require(SupervisorRecord.processStartTime(getpid()))
-        #expect(Self.record(bundle: "/tmp", startedAt: started).isSupervisor(of: "/tmp"))
-        // A reused pid: the process started long after the record's supervisor.
-        #expect(!Self.record(bundle: "/tmp", startedAt: started - 3600).isSupervisor(of: "/tmp"))
-        // Another bundle, or a record from before the key.
-        #expect(!Self.record(bundle: "/var", startedAt: started).isSupervisor(of: "/tmp"))
-        #expect(!Self.record(bundle: nil, startedAt: started).isSupervisor(of: "/tmp"))
+    static func mismatch(_ record: SupervisorRecord, owner: uid_t = geteuid()) -> SupervisorIdentity.Mismatch? {
+        if case .failure(let mismatch) = SupervisorIdentity.identify(record, owner: owner) { return mismatch }
+        return nil
+    }
+
+    @Test func aProcessStartTimeIsReadFromProcfs() throws {
+        let ticks = try #require(ProcessFacts.ownStartTicks())
+        let started = try #require(ProcessFacts.startTime(ticks: ticks))
+        let now = Int64(time(nil))
+        #expect(started <= now && started > now - 24 * 3600, "\(started) vs \(now)")
+        #expect(ProcessFacts.procStat(Int32.max) == nil)
+    }
+
+    @Test func theRecordsOwnProcessIsTheSupervisor() throws {
+        let record = try Self.own()
+        guard case .success(let live) = SupervisorIdentity.identify(record, owner: geteuid()) else {
+            Issue.record("this process was not identified by its own record")
+            return
+        }
+        #expect(live.isRunning)
+        #expect(live.actsFor(bundleRoot: "/tmp") && !live.actsFor(bundleRoot: "/var"))
+    }
+
+    @Test func aReusedPidIsToldApartByItsStartTickEvenWithinTheSameSecond() throws {
+        var record = try Self.own()
+        record.startTicks! += 1
+        #expect(Self.mismatch(record) == .startedAt(ticks: record.startTicks! - 1, seconds: ProcessFacts.startTime(ticks: record.startTicks! - 1)))
+        let sentence = SupervisorIdentity.sentence(record, Self.mismatch(record)!)
+        #expect(sentence.hasPrefix("The supervisor record names pid \(getpid()), which is not this install's supervisor (it started at "), "\(sentence)")
+        #expect(sentence.hasSuffix("); ignoring it."), "\(sentence)")
+    }
+
+    @Test func anotherUsersProcessOrAnotherProgramIsNotTheSupervisor() throws {
+        let record = try Self.own()
+        #expect(Self.mismatch(record, owner: geteuid() &+ 1) == .otherUser(uid: geteuid(), owner: geteuid() &+ 1))
+        #expect(SupervisorIdentity.sentence(record, .otherUser(uid: 1001, owner: 0))
+                == "The supervisor record names pid \(getpid()), which is not this install's supervisor (it belongs to uid 1001, the record to uid 0); ignoring it.")
+        var other = record
+        other.executableInode! &+= 1
+        guard case .otherExecutable(let path) = Self.mismatch(other) else {
+            Issue.record("another executable passed")
+            return
+        }
+        #expect(path == ProcessFacts.executablePath(getpid()))
+    }
+
+    @Test func aPidWithNoProcessIsStale() throws {
+        var record = try Self.own()
+        record.pid = Int32.max - 1
+        #expect(Self.mismatch(record) == .gone)
+        #expect(SupervisorIdentity.sentence(record, .gone)
+                == "The supervisor record names pid \(Int32.max - 1), which is not this install's supervisor (no process has that pid now); ignoring it.")
+    }
+
+    @Test func aRecordFromBeforeTheStartTickIsHeldToItsStartSecond() throws {
+        let own = try Self.own()
+        let old = Self.record(bundle: "/tmp", startedAt: own.startedAt)
+        #expect(Self.mismatch(old) == nil)
+        #expect(Self.mismatch(Self.record(bundle: "/tmp", startedAt: own.startedAt - 3600)) != nil)
     }
 
     @Test func aProcessThatExitedIsNotRunningEvenBeforeItIsReaped() throws {

@@ -31,6 +31,13 @@ static inline int switchback_set_parent_death_signal(int signal) {
     return prctl(PR_SET_PDEATHSIG, (unsigned long)signal, 0, 0, 0);
 }
 
+/// Wraps pidfd_open(2) (syscall 434 on x86_64 and aarch64's generic table): a descriptor that
+/// refers to the process `pid` is now, whatever pid it gets later; it polls readable once that
+/// process has exited. Returns -1 with errno set (ESRCH: no such process).
+static inline int switchback_pidfd_open(int pid) {
+    return (int)syscall(434 /* SYS_pidfd_open */, pid, 0U);
+}
+
 static inline int switchback_exited(int status) { return WIFEXITED(status); }
 static inline int switchback_exit_code(int status) { return WEXITSTATUS(status); }
 static inline int switchback_signaled(int status) { return WIFSIGNALED(status); }

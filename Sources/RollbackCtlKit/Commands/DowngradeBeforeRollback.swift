@@ -14,6 +14,7 @@ extension Workspace {
             // Nothing was switched: the journal, the lock or the flag could not be written.
             throw .failure(error.message, code: .stateNotWritable)
         }
+        if let note = result.note { console.error("Note: \(note)") }
         let previous = manifest.previous.version
         for step in result.downgrade?.undone ?? [] {
             switch step.method {

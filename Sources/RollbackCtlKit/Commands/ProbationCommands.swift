@@ -54,8 +54,13 @@ struct ProbationRequestCommand {
     func run(_ console: Console) throws(CommandError) {
         try workspace.checkTrusted()
         let directory = workspace.directory
-        guard let supervisor = SupervisorRecord.live(in: directory),
-              supervisor.isSupervisor(of: workspace.bundleRoot) else {
+        let supervisor: LiveSupervisor
+        switch SupervisorIdentity.check(in: directory) {
+        case .live(let live) where live.actsFor(bundleRoot: workspace.bundleRoot):
+            supervisor = live
+        case .stale(_, let sentence):
+            throw .failure("\(sentence) No supervisor runs for the state directory \(directory.path), so nothing is on probation; a bake window runs only under the supervisor (supervise mode).")
+        default:
             throw .failure("No supervisor runs for the state directory \(directory.path), so nothing is on probation; a bake window runs only under the supervisor (supervise mode).")
         }
         let record: ProbationRecord?
@@ -76,6 +81,9 @@ struct ProbationRequestCommand {
             var pause = timespec(tv_sec: 0, tv_nsec: 50_000_000)
             nanosleep(&pause, nil)
             waited += 50
+            // Asked before the record is read: a supervisor that acted and then exited shows it.
+            let gone = !supervisor.isRunning
+            let exited = "The supervisor (pid \(supervisor.pid)) exited before it acted on the request; it stays in \(ProbationRecord.requestPath(in: directory)) and is acted on when the supervisor starts again."
             let aborted = "Aborted \(what): it is marked bad and the \(record.slot.other.rawValue) slot (\(workspace.manifest[record.slot.other].version)) takes over."
             guard let now = try? ProbationRecord.load(in: directory), now.build == record.build else {
                 // The other build may already be on probation in its turn (the record is
@@ -85,6 +93,7 @@ struct ProbationRequestCommand {
                     console.out(aborted)
                     return
                 }
+                if gone { throw .failure(exited) }
                 continue
             }
             switch now.state {
@@ -95,6 +104,7 @@ struct ProbationRequestCommand {
                 console.out(aborted)
                 return
             case .baking, .inconclusive:
+                if gone { throw .failure(exited) }
                 continue
             case .passed, .failed:
                 throw .failure("The bake window of \(what) ended \(now.state.rawValue) before the request was acted on: \(now.result ?? "no result recorded").")

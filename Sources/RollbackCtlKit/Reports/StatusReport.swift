@@ -113,8 +113,8 @@ struct StatusReport {
         stateProblem = loaded.problemSentence
         self.slots = slots
         stateDirectory = workspace.directory.path
-        supervisor = SupervisorRecord.live(in: workspace.directory).flatMap { record in
-            record.isSupervisor(of: workspace.bundleRoot) ? record : nil
+        if case .live(let live) = SupervisorIdentity.check(in: workspace.directory), live.actsFor(bundleRoot: workspace.bundleRoot) {
+            supervisor = live.record
         }
         bundleRoot = workspace.bundleRoot
         appID = workspace.manifest.appID

@@ -195,7 +195,8 @@ struct ChildRun {
     }
 
     /// Starts `program` from its checked descriptor (through procfs) with stdin /dev/null,
-    /// stdout a pipe, stderr inherited and the signals a supervisor blocks unblocked: its pid
+    /// stdout a pipe, stderr inherited, the signals a supervisor blocks unblocked, and this
+    /// process named in `ParentDeath.variable` (it dies with this process): its pid
     /// and the pipe's read end (close-on-exec, the caller's to close).
     static func spawn(_ program: ProgramFile, arguments: [String], environment: [String]) -> Result<(pid: pid_t, output: Int32), SpawnFailure> {
         var pipeEnds: [Int32] = [-1, -1]
@@ -209,7 +210,8 @@ struct ChildRun {
         var pid: pid_t = 0
         let spawned = withChildSpawnAttributes { attributes in
             withCStrings(arguments) { argv in
-                withCStrings(environment) { envp in
+                // It dies with this process (ParentDeath): no orphan works on the data.
+                withCStrings(environment.filter { !$0.hasPrefix(ParentDeath.variable + "=") } + [ParentDeath.environmentEntry]) { envp in
                     posix_spawn(&pid, program.procPath, &actions, attributes, argv, envp)
                 }
             }

@@ -26,6 +26,10 @@ public enum Launcher {
     /// be converted) goes back to the planner, which says what follows.
     public static func run(adoptingListeners adopt: ListenerAdoption? = nil) -> Never {
         let role = LaunchRole.decide(environment: environmentValue)
+        switch role {
+        case .dataDowngrade, .planSteps: ParentDeath.adopt()
+        default: break
+        }
         if case .dataDowngrade(let mode) = role { runDowngrade(mode: mode) }
         if case .planSteps(let slot) = role { runPlanSteps(slot: slot) }
         // Until the app or the supervisor runs, each directory is checked once.

@@ -159,7 +159,8 @@ public struct RemoteCheckTrigger: Sendable {
     }
 
     /// `posix_spawn` of the checked program through procfs (the open descriptor's file, never
-    /// what the name holds by now), its standard streams on /dev/null.
+    /// what the name holds by now), its standard streams on /dev/null; it dies with this
+    /// process (`ParentDeath`).
     private func spawnSilently(_ program: ProgramFile, _ arguments: [String], pid: inout pid_t) -> Int32 {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
@@ -178,7 +179,12 @@ public struct RemoteCheckTrigger: Sendable {
         var spawned: pid_t = 0
         let result = withExtendedLifetime(program) {
             withCArguments(arguments) { argv in
-                posix_spawn(&spawned, program.procPath, &actions, &attributes, argv, environ)
+                // It dies with this process (ParentDeath): a sync applies directives, and
+                // with them conversions of the data.
+                withCStrings(PendingSteps.processEnvironment().filter { !$0.hasPrefix(ParentDeath.variable + "=") }
+                             + [ParentDeath.environmentEntry]) { envp in
+                    posix_spawn(&spawned, program.procPath, &actions, &attributes, argv, envp)
+                }
             }
         }
         pid = spawned

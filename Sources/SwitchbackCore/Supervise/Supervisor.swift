@@ -75,6 +75,9 @@ public final class Supervisor {
     /// Rebuilt for a release installed under the supervisor whose `remote.*` settings are the same.
     var remoteCheck: RemoteCheckTrigger?
     let startedAt = currentUnixTime()
+    /// Who this process is, for `SupervisorIdentity`: its start tick and its executable file.
+    let startTicks = ProcessFacts.ownStartTicks()
+    let executable = ProcessFacts.executable(getpid())
     /// The listening sockets every child gets at fds 3..., with their names.
     let listeners: [(fd: Int32, name: String, address: String)]
     /// Every decision; the rest of this class is I/O.
@@ -414,6 +417,9 @@ public final class Supervisor {
                                       pause: machine.pause.map { $0.record(machine.configuration, pausedMilliseconds: nil, at: $0.beganAt / 1000, readyAt: nil) },
                                       lastSwitch: machine.lastSwitch)
         record.bundle = bundleRoot
+        record.startTicks = startTicks
+        record.executableDevice = executable?.device
+        record.executableInode = executable?.inode
         record.save(in: directory)
     }
 

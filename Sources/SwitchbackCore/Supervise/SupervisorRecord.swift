@@ -102,6 +102,12 @@ public struct SupervisorRecord: Sendable, Equatable {
     /// The directory of the release the supervisor acts for (resolved): the one it started
     /// from, or one installed under it since (nil in records from before this was published).
     public var bundle: String?
+    /// When the supervisor's process started, in clock ticks after boot (`/proc/PID/stat`
+    /// field 22), and the device and inode of the executable it runs: what
+    /// `SupervisorIdentity` checks the pid's process against (nil in records from before).
+    public var startTicks: Int64?
+    public var executableDevice: UInt64?
+    public var executableInode: UInt64?
 
     public init(pid: Int32, startedAt: Int64, childPID: Int32?, childSlot: BuildSlot?, childStartedAt: Int64?, restarts: Int,
                 childReady: Bool? = nil, candidatePID: Int32? = nil, candidateSlot: BuildSlot? = nil, switchFailure: SwitchFailure? = nil,
@@ -146,16 +152,12 @@ public struct SupervisorRecord: Sendable, Equatable {
         pause?.append(to: &text, prefix: "pause")
         lastSwitch?.append(to: &text, prefix: "last_switch")
         if let bundle { text.append("bundle", bundle) }
+        if let startTicks { text.append("start_ticks", String(startTicks)) }
+        if let executableDevice, let executableInode {
+            text.append("executable_device", String(executableDevice))
+            text.append("executable_inode", String(executableInode))
+        }
         return text.serialized()
-    }
-
-    /// The record of a supervisor that is still running, or nil (none, a damaged record, or
-    /// one whose process is gone).
-    public static func live(in directory: StateDirectory) -> SupervisorRecord? {
-        guard let bytes = try? FileSystem.read(path(in: directory), limit: 16 << 10),
-              let record = try? parse(bytes, path: path(in: directory)) else { return nil }
-        guard isRunning(record.pid) else { return nil }
-        return record
     }
 
     /// Parses the file. Throws `.stateInvalid` when `pid` or `started_at` is missing, or any
@@ -183,47 +185,22 @@ public struct SupervisorRecord: Sendable, Equatable {
                                 pause: try LastSwitch.parse(text, prefix: "pause", invalid: invalid),
                                 lastSwitch: try LastSwitch.parse(text, prefix: "last_switch", invalid: invalid))
         record.bundle = text["bundle"]
+        record.startTicks = try text.integer("start_ticks", in: 0...Int64.max, invalid: invalid)
+        if let device = text["executable_device"].flatMap(UInt64.init), let inode = text["executable_inode"].flatMap(UInt64.init) {
+            record.executableDevice = device
+            record.executableInode = inode
+        }
         return record
-    }
-
-    /// Whether this record's process is the supervisor of the bundle at `bundleRoot`: its
-    /// executable is that bundle's launcher, or the record says it acts for that bundle (a
-    /// release installed under it; its executable is then the old release's, or deleted) and
-    /// the process with its pid started when the record says (not a reused pid).
-    public func isSupervisor(of bundleRoot: String) -> Bool {
-        guard pid > 1 else { return false }
-        let resolvedRoot = FileSystem.resolved(bundleRoot) ?? bundleRoot
-        if let executable = FileSystem.resolved("/proc/\(pid)/exe"),
-           executable == (FileSystem.resolved(bundleRoot + "/bin/launcher") ?? bundleRoot + "/bin/launcher") { return true }
-        guard bundle == resolvedRoot, let started = Self.processStartTime(pid) else { return false }
-        return abs(started - startedAt) <= 2
     }
 
     /// Whether the process `pid` exists and has not exited: a zombie, which `kill(pid, 0)`
     /// still finds until its parent reaps it, has exited (`/proc/PID/stat`, field 3: `Z`).
+    /// For a supervisor's child, which dies with it; whether a process is the supervisor is
+    /// `SupervisorIdentity`'s question, never this one.
     static func isRunning(_ pid: Int32) -> Bool {
         guard kill(pid, 0) == 0 || errno == EPERM else { return false }
-        guard let state = statFields(pid)?.first else { return true }
-        return state != [UInt8(ascii: "Z")] && state != [UInt8(ascii: "X")]
-    }
-
-    /// When the process `pid` started (Unix seconds), from procfs: its start time in clock
-    /// ticks after boot (`/proc/PID/stat`, field 22) and the boot time (`btime` in `/proc/stat`).
-    static func processStartTime(_ pid: Int32) -> Int64? {
-        guard let fields = statFields(pid), fields.count >= 20, let ticks = Int64(String(decoding: fields[19], as: UTF8.self)),
-              let system = try? FileSystem.read("/proc/stat", limit: 1 << 20) else { return nil }
-        let line = String(decoding: system, as: UTF8.self).split(separator: "\n").first { $0.hasPrefix("btime ") }
-        guard let boot = line.flatMap({ Int64($0.dropFirst("btime ".count)) }) else { return nil }
-        let perSecond = Int64(sysconf(Int32(_SC_CLK_TCK)))
-        return perSecond > 0 ? boot + ticks / perSecond : nil
-    }
-
-    /// The fields of `/proc/PID/stat` after the command's closing parenthesis (the command may
-    /// hold spaces and parentheses): field 3, the state, first, so field N is at N - 3.
-    private static func statFields(_ pid: Int32) -> [ArraySlice<UInt8>]? {
-        guard let stat = try? FileSystem.read("/proc/\(pid)/stat", limit: 4096),
-              let close = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
-        return stat[(close + 1)...].split(separator: UInt8(ascii: " "))
+        guard let state = ProcessFacts.procStat(pid)?.state else { return true }
+        return state != UInt8(ascii: "Z") && state != UInt8(ascii: "X")
     }
 
     private static func switchFailure(_ text: KeyValueText, invalid: (String) -> SwitchbackError) throws(SwitchbackError) -> SwitchFailure? {

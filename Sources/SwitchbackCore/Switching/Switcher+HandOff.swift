@@ -11,17 +11,35 @@ import Glibc
 extension Switcher {
     /// How long the caller waits for the supervisor's answer beyond the child's drain and grace.
     static let handOffWaitMilliseconds = 60_000
+    /// How long the caller waits for the supervisor to take the request (it removes the file
+    /// within milliseconds when it runs: the request wakes it through inotify). Longer than a
+    /// planning run's deadline (10 s), the longest the supervisor goes without reading its events
+    /// while it serves; a supervisor stopped (SIGSTOP), or hung, is not waited on longer.
+    static let handOffTakeMilliseconds = 15_000
 
-    /// The live supervisor that serves a child on this state directory, unless the caller is
-    /// that supervisor. A child of it hands off like anyone else (the sync it starts for a
-    /// directive file is one); its supervised launcher, which the supervisor waits for, never
-    /// asks (`handsOff: false`). Whichever bundle it was started from: after a release was
-    /// installed under it, its own executable is the old release's (or deleted) while it acts
-    /// for this one. A supervisor that acts for another release refuses the request (its
-    /// current build is not the request's), so nothing converts the data beside its child.
-    func servingSupervisor() -> SupervisorRecord? {
-        guard let record = SupervisorRecord.live(in: directory), record.childPID != nil, record.pid != getpid() else { return nil }
-        return record
+    /// What the caller makes of the supervisor record: the supervisor that serves a child on
+    /// this state directory (unless the caller is that supervisor), none, or a stale record
+    /// (`SupervisorIdentity`), which is ignored with its sentence. A child of the supervisor
+    /// hands off like anyone else (the sync it starts for a directive file is one); its
+    /// supervised launcher, which the supervisor waits for, never asks (`handsOff: false`).
+    /// Whichever bundle it was started from: after a release was installed under it, its own
+    /// executable is the old release's (or deleted) while it acts for this one. A supervisor
+    /// that acts for another release refuses the request (its current build is not the
+    /// request's), so nothing converts the data beside its child.
+    enum Serving {
+        case none
+        case stale(String)
+        case supervisor(LiveSupervisor)
+    }
+
+    func servingSupervisor() -> Serving {
+        switch SupervisorIdentity.check(in: directory) {
+        case .none: return .none
+        case .stale(_, let sentence): return .stale(sentence)
+        case .live(let live):
+            guard live.record.childPID != nil, live.pid != getpid() else { return .none }
+            return .supervisor(live)
+        }
     }
 
     /// Whether the previous build cannot read the data as the current build published it.
@@ -30,13 +48,29 @@ extension Switcher {
         return !state.isReadable(by: manifest.previous.version)
     }
 
-    /// Hands the switch to the serving supervisor and waits for its answer; nil when there is
-    /// no such supervisor or the data needs no conversion. A supervisor that goes away before
-    /// it answers, whether or not it had taken the request, takes its children with it: the
-    /// request goes to the supervisor serving now (a service manager may have restarted it),
-    /// or, with none, the caller switches itself (a conversion left half done is finished).
-    func handOff(source: ChoiceSource, reason: String?, force: Bool, command: String) throws(SwitchbackError) -> Result? {
-        guard let supervisor = servingSupervisor(), dataNeedsConversionBack() else { return nil }
+    /// What `handOff` came to: the supervisor's result, or the switch left to the caller (with
+    /// the sentence of a stale record, for the caller to print).
+    enum HandOff {
+        case handled(Result)
+        case notHanded(note: String?)
+    }
+
+    /// Hands the switch to the serving supervisor and waits for its answer; `.notHanded` when
+    /// there is no such supervisor (a stale record says so in its note: the caller switches
+    /// itself at once) or the data needs no conversion. A supervisor that goes away before it
+    /// answers, whether or not it had taken the request, takes its children with it (its
+    /// conversion's process included): the request goes to the supervisor serving now (a
+    /// service manager may have restarted it), or, with none, the caller switches itself (a
+    /// conversion left half done is finished). One that does not take the request within
+    /// `handOffTakeMilliseconds` gets it withdrawn.
+    func handOff(source: ChoiceSource, reason: String?, force: Bool, command: String) throws(SwitchbackError) -> HandOff {
+        guard dataNeedsConversionBack() else { return .notHanded(note: nil) }
+        let supervisor: LiveSupervisor
+        switch servingSupervisor() {
+        case .none: return .notHanded(note: nil)
+        case .stale(let sentence): return .notHanded(note: sentence)
+        case .supervisor(let live): supervisor = live
+        }
         let before = StateStore(directory: directory).load()
         let target = HealthStore(directory: directory).load().record.health(of: BuildIdentity(manifest, .previous), tries: manifest.trialTries)
         let request = SwitchRequest(id: "\(getpid())-\(currentUnixTime())", source: source, reason: reason, force: force,
@@ -51,7 +85,7 @@ extension Switcher {
         }
         let settings = SupervisorSettings(manifest: manifest)
         let limit = Self.handOffWaitMilliseconds + settings.drainMilliseconds + settings.graceMilliseconds
-        var waited = 0
+        var waited = 0, taken = false
         while waited < limit {
             var pause = timespec(tv_sec: 0, tv_nsec: 20_000_000)
             nanosleep(&pause, nil)
@@ -59,22 +93,23 @@ extension Switcher {
             if let bytes = try? FileSystem.read(answerPath, limit: 64 << 10),
                let answer = try? SwitchRequest.Answer.parse(bytes, path: answerPath), answer.id == request.id {
                 try? FileSystem.remove(answerPath)
-                return try result(of: answer, before: before, target: target, source: source)
+                return .handled(try result(of: answer, before: before, target: target, source: source))
             }
-            if !SupervisorRecord.isRunning(supervisor.pid) {
+            if !supervisor.isRunning {
                 // Gone: once the children it served with are too, the switch is asked again.
                 try? FileSystem.remove(requestPath)
-                Self.waitUntilGone(supervisor.childPID, milliseconds: 2000)
+                Self.waitUntilGone(supervisor.record.childPID, milliseconds: 2000)
                 return try handOff(source: source, reason: reason, force: force, command: command)
             }
+            if !taken { taken = (try? FileSystem.read(requestPath, limit: 64 << 10)) == nil }
+            if !taken && waited >= Self.handOffTakeMilliseconds { break }
         }
-        let taken = (try? FileSystem.read(requestPath, limit: 64 << 10)) == nil
+        if !taken { taken = (try? FileSystem.read(requestPath, limit: 64 << 10)) == nil }
         try? FileSystem.remove(requestPath)
-        let seconds = limit / 1000
         if taken {
-            throw SwitchbackError(.ioFailure, "The supervisor (pid \(supervisor.pid)) took the switch but did not answer within \(seconds) s; it may still happen: see rollbackctl status and rollbackctl history, then retry if the flag is not what you wanted.", path: requestPath)
+            throw SwitchbackError(.ioFailure, "The supervisor (pid \(supervisor.pid)) took the switch but did not answer within \(limit / 1000) s; it may still happen: see rollbackctl status and rollbackctl history, then retry if the flag is not what you wanted.", path: requestPath)
         }
-        throw SwitchbackError(.ioFailure, "The supervisor (pid \(supervisor.pid)) did not take the switch within \(seconds) s, so nothing was changed; check that it runs (rollbackctl status shows it), then retry.", path: requestPath)
+        throw SwitchbackError(.ioFailure, "The supervisor (pid \(supervisor.pid)) did not take the switch within \(Self.handOffTakeMilliseconds / 1000) s, so nothing was changed; check that it runs (rollbackctl status shows it), then retry.", path: requestPath)
     }
 
     /// A supervisor's child gets SIGKILL when the supervisor dies (PR_SET_PDEATHSIG); this

@@ -33,6 +33,8 @@ public struct Switcher: Sendable {
         public var refusal: String?
         /// A note the caller prints as a warning (a forced switch whose data stays as it is).
         public var warning: String?
+        /// A note the caller prints as one (a stale supervisor record it ignored).
+        public var note: String?
     }
 
     /// Switches the flag to `rollback` (true: the previous slot). `command` is what the user
@@ -55,7 +57,13 @@ public struct Switcher: Sendable {
         if let problem = previousSlotProblem() {
             return Result(refusal: "\(problem) Nothing was converted and the flag is unchanged: a rollback needs a previous build that can run.")
         }
-        if handsOff, let handed = try handOff(source: source, reason: reason, force: force, command: command) { return handed }
+        var note: String?
+        if handsOff {
+            switch try handOff(source: source, reason: reason, force: force, command: command) {
+            case .handled(let result): return result
+            case .notHanded(let stale): note = stale
+            }
+        }
         let journal = SwitchJournal(rollback: true, source: source, reason: reason, force: force,
                                     startedAt: currentUnixTime(), fromBuild: manifest.current.sha256)
         do {
@@ -69,7 +77,9 @@ public struct Switcher: Sendable {
             if error.code == .lockFailed || error.code == .insecurePermissions { throw error }
             throw SwitchbackError(error.code, "Could not record the switch in \(directory.path) (\(error.clause)); nothing was changed: free space or make the directory writable, then retry.", path: error.path, errno: error.errno)
         }
-        return try convertAndCommit(journal, command: command)
+        var result = try convertAndCommit(journal, command: command)
+        result.note = note
+        return result
     }
 
     /// Finishes or undoes a switch that was interrupted between the data and the flag (see
