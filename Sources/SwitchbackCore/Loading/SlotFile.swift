@@ -88,6 +88,25 @@ public final class SlotFile: Sendable, Equatable {
         return present
     }
 
+    /// Walks and checks the directory of each library in `list` (the manifest's comma-separated
+    /// `needed`, absolute paths) as `checkLibraries` does, with the same sentences
+    /// (`.insecurePermissions`), for a slot whose libraries are remembered by their stamp:
+    /// the stamp covers the files (a chmod of one changes its ctime), not the directories
+    /// that hold them, so `chmod 777 lib` must be seen here, at every start, or a start,
+    /// `status` and a fresh state directory would disagree about the same bundle. A few
+    /// `lstat`s: libraries in a row in one directory are walked once, and within a start
+    /// `TrustedDirectories` remembers what passed.
+    static func checkLibraryDirectories(list: String, neededBy slot: String) throws(SwitchbackError) {
+        var previous = ""
+        for entry in list.utf8.split(separator: 0x2C) where entry.first == 0x2F {
+            guard let slash = entry.lastIndex(of: 0x2F) else { continue }
+            let listed = slash == entry.startIndex ? "/" : String(Substring(entry[..<slash]))
+            if listed == previous { continue }
+            previous = listed
+            _ = try StrictModes.resolveDirectory(listed, what: "directory of the \(slot)'s library")
+        }
+    }
+
     /// `name` in the checked `directory`, links followed (each link checked; a target in
     /// another directory is walked by `StrictModes.resolve`). Nil when missing.
     private static func libraryFile(in directory: String, named name: String, what: String) throws(SwitchbackError) -> (String, stat)? {
