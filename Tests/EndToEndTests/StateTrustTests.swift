@@ -117,4 +117,64 @@ struct SupplementaryGroupTests {
         #expect(json.stateTrust.reason == found + ".")
         #expect(try Self.mode(state) == 0o2750, "the start left the state directory group-writable")
     }
+
+    /// The issue's reproduction, against a real supervisor running as the pod's user: the
+    /// kubelet's pass happens while it runs (as at a remount), and the pod-mate then writes a
+    /// forged state into the group-writable `lock` file and renames it to `state` (owner: the
+    /// app's uid, mode 660), and later makes `state`, `switch.request`, `health` and
+    /// `analysis.override` of its own. None is trusted (group-writable, or another account's):
+    /// the supervisor keeps its child, and the next start runs the current build.
+    @Test func aSupervisorKeepsItsChildWhateverAPodMateWrites() throws {
+        let (t, volume, state) = try NonRootStateTests.podBundle()
+        let user = try PodUser.ids()
+        let environment = ["SWITCHBACK_STATE_DIR": state, "HOME": "/"]
+        let first = try NonRootStateTests.run(t, "launcher", environment: environment)
+        #expect(first.status == 0, "\(first)")
+        let stderrPath = t.directory + "/supervisor.err"
+        let supervisor = try SpawnedProcess("/usr/bin/setpriv", ["--reuid=\(user.uid)", "--regid=\(user.gid)", "--clear-groups",
+                                                                "/usr/bin/env", "-i", "-C", "/", "PATH=/usr/bin:/bin", "HOME=/",
+                                                                "SWITCHBACK_STATE_DIR=\(state)", "SWITCHBACK_SUPERVISE=1",
+                                                                t.bundle + "/bin/launcher", "serve"],
+                                            environment: ["PATH": "/usr/bin:/bin"], stderr: stderrPath)
+        defer { if !supervisor.hasExited { kill(supervisor.pid, SIGKILL) }; supervisor.wait() }
+        let directory = StateDirectory(path: state)
+        func child() -> (pid: Int32, slot: BuildSlot)? {
+            guard let record = SupervisorRecord.live(in: directory), let pid = record.childPID, let slot = record.childSlot else { return nil }
+            return (pid, slot)
+        }
+        func wait(upTo seconds: Double, for condition: () -> Bool) -> Bool {
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline { if condition() { return true }; usleep(50_000) }
+            return condition()
+        }
+        #expect(wait(upTo: 60) { child()?.slot == .current }, "the supervisor never ran its child: \((try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "")")
+        let serving = try #require(child())
+
+        try kubeletOwnershipPass(volume, group: user.gid)
+        let forged = try Self.forgedState(t)
+        let renamed = try Self.podmate("cat '\(forged)' > '\(state)/lock' && mv -f '\(state)/lock' '\(state)/state'", group: user.gid)
+        #expect(renamed.status == 0, "\(renamed)")
+        // The supervisor sees a changed state within two seconds (inotify at once): give it five.
+        #expect(!wait(upTo: 5) { child()?.pid != serving.pid || child()?.slot != .current }, "the forged state switched the supervisor's child: \((try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "")")
+
+        let request = SwitchRequest(id: "forged-1", source: .cli, reason: "forged by a pod-mate", force: true,
+                                    command: "rollbackctl rollback", fromBuild: try t.manifestValue("current.sha256"))
+        try Data(request.serialized()).write(to: URL(fileURLWithPath: t.directory + "/request"))
+        try shell("chmod", "644", t.directory + "/request")
+        let made = try Self.podmate("""
+            rm -f '\(state)/state' && cp '\(forged)' '\(state)/state' && cp '\(t.directory)/request' '\(state)/switch.request' \
+              && rm -f '\(state)/health' && printf 'format=1\\nend=ok\\n' > '\(state)/health' \
+              && printf 'analysis.window_s=1\\n' > '\(state)/analysis.override'
+            """, group: user.gid)
+        #expect(made.status == 0, "\(made)")
+        #expect(!wait(upTo: 5) { child()?.pid != serving.pid || child()?.slot != .current }, "a pod-mate's file switched the supervisor's child: \((try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "")")
+        #expect(!supervisor.hasExited)
+        kill(supervisor.pid, SIGTERM)
+        #expect(wait(upTo: 30) { supervisor.hasExited })
+
+        // The next start: the pod-mate's own state decides nothing; the app starts.
+        let next = try NonRootStateTests.run(t, "launcher", environment: environment)
+        #expect(next.status == 0, "\(next)")
+        #expect(next.stdout.hasPrefix(t.greeting(.current)), "\(next)")
+    }
 }
