@@ -440,25 +440,19 @@ struct StrictModeSecondUserTests {
         }
 
         // Another user's files are written nowhere, and what they record decides nothing
-        // (issue 36: they are another account's words): the current build runs.
+        // (issue 36: they are another account's words). The rollback is still honoured here,
+        // from this user's own health file, which records the current build as rejected.
         let honoured = "it records that an operator rolled back with rollbackctl on "
         let state = t.state + "/state"
         try shell("chown", String(other), state)
         let ignored = try t.launcher()
-        #expect(ignored.status == 0, "\(ignored)")
-        #expect(ignored.stdout.hasPrefix(t.greeting(.current)), "\(ignored)")
-        #expect(ignored.stderr == "launcher: \(try owned(state)); ignoring it and running the current slot.\n", "\(ignored)")
+        #expect(ignored.stdout.hasPrefix(t.greeting(.previous)), "\(ignored)")
+        #expect(ignored.stderr.hasPrefix("launcher: \(try owned(state)); it records that the current build (\(t.currentVersion)) is bad (an operator rolled back from it), so the previous slot runs"), "\(ignored)")
         try shell("chown", "0", state)
 
-        // This user's state, made untrusted by another user's health file: its rollback counts,
-        // but the current build that just ran moved the data up, and converting it back would
-        // write there: the current build runs again, never a refusal.
         let health = t.state + "/health"
         try shell("chown", String(other), health)
-        let kept = try t.launcher()
-        #expect(kept.status == 0, "\(kept)")
-        #expect(kept.stdout.hasPrefix(t.greeting(.current)), "\(kept)")
-        #expect(kept.stderr.hasPrefix("launcher: \(try owned(health)); \(honoured)"), "\(kept)")
+        #expect(try t.launcher().stderr.hasPrefix("launcher: \(try owned(health)); \(honoured)"))
 
         let history = t.state + "/history.log"
         try shell("chown", String(other), history)
@@ -483,14 +477,15 @@ struct StrictModeSecondUserTests {
 
         // The fallback above ran the current build, which moved the data up: the previous build
         // the untrusted state still asks for cannot read it, and converting it back would write
-        // there, so the current build runs instead: an untrusted state never stops every start
-        // (issue 36, part 3; it used to exit 70).
+        // there, so the current build runs instead: an untrusted state never stops the start
+        // (issue 36, part 3; it used to exit 70). Its SDK then writes no data in a directory
+        // another user owns, and says so.
         try shell("chown", String(other), t.state)
         let untrusted = try t.launcher()
-        #expect(untrusted.status == 0, "\(untrusted)")
-        #expect(untrusted.stdout.hasPrefix(t.greeting(.current)), "\(untrusted)")
+        #expect(untrusted.status == 1, "\(untrusted)")
+        #expect(untrusted.stdout.isEmpty, "\(untrusted)")
         #expect(untrusted.stderr.hasPrefix("launcher: \(try owned(t.state, what: "state directory")); \(honoured)"), "\(untrusted)")
-        #expect(untrusted.stderr.hasSuffix(", but the previous slot (\(t.previousVersion)) cannot run on the data: its reader floor is \(t.currentVersion), and converting it back would write to a state directory the launcher does not trust; fix its permissions as said, and the choice it records counts again. Running the current slot (\(t.currentVersion)) instead.\n"), "\(untrusted)")
+        #expect(untrusted.stderr.contains(", but the previous slot (\(t.previousVersion)) cannot run on the data: its reader floor is \(t.currentVersion), and converting it back would write to a state directory the launcher does not trust; fix its permissions as said, and the choice it records counts again. Running the current slot (\(t.currentVersion)) instead.\nError: the app (version \(t.currentVersion)) could not prepare its data in \(t.state)/data: The directory above the data directory \(t.state) is owned by another user (owner uid \(other), mode 700); refusing to write there: run 'chown 0 \(t.state)' or choose another directory.\n"), "\(untrusted)")
         let write = try t.rollbackctl("rollforward")
         #expect(write.status == 1)
         #expect(write.stderr == "Error: \(try owned(t.state, what: "state directory")).\n")
