@@ -301,7 +301,8 @@ import Testing
         // A numeric runAsUser the image's /etc/passwd does not know (and no files at all).
         #expect(Self.accounts(passwd: "root:x:0:0::/root:/bin/sh\n", group: "").whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
         #expect(Accounts.parse(passwd: [], group: []).whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
-        // The directory and a file after the kubelet's pass with fsGroup = runAsGroup.
+        // The directory and a file after the kubelet's pass with fsGroup = runAsGroup, by the
+        // private-group rule alone (a file is refused before it: aFileItsGroupMayWriteIsNeverTrusted).
         try check(Self.status(mode: 0o2770, gid: 10001))
         var file = Self.status(mode: 0o660, gid: 10001)
         file.st_mode = FileMode.regular | 0o660
