@@ -97,13 +97,29 @@ public final class SlotFile: Sendable, Equatable {
     /// `lstat`s: libraries in a row in one directory are walked once, and within a start
     /// `TrustedDirectories` remembers what passed.
     static func checkLibraryDirectories(list: String, neededBy slot: String) throws(SwitchbackError) {
-        var previous = ""
-        for entry in list.utf8.split(separator: 0x2C) where entry.first == 0x2F {
-            guard let slash = entry.lastIndex(of: 0x2F) else { continue }
-            let listed = slash == entry.startIndex ? "/" : String(Substring(entry[..<slash]))
-            if listed == previous { continue }
-            previous = listed
-            _ = try StrictModes.resolveDirectory(listed, what: "directory of the \(slot)'s library")
+        // One pass over the bytes, a String made only for a directory not seen just before:
+        // a generic split and a String per library cost more than the lstat they lead to.
+        var directories: [String] = []
+        var text = list
+        text.withUTF8 { bytes in
+            var start = 0, previous = 0..<0
+            while start < bytes.count {
+                var end = start, slash = -1
+                while end < bytes.count, bytes[end] != 0x2C {
+                    if bytes[end] == 0x2F { slash = end }
+                    end += 1
+                }
+                defer { start = end + 1 }
+                guard end > start, bytes[start] == 0x2F, slash >= start else { continue }
+                let parent = start..<max(slash, start + 1)  // "/lib" of "/lib/x.so"; "/" of "/x.so"
+                if parent.count == previous.count,
+                   UnsafeBufferPointer(rebasing: bytes[parent]).elementsEqual(UnsafeBufferPointer(rebasing: bytes[previous])) { continue }
+                previous = parent
+                directories.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[parent]), as: UTF8.self))
+            }
+        }
+        for directory in directories {
+            _ = try StrictModes.resolveDirectory(directory, what: "directory of the \(slot)'s library")
         }
     }
 
