@@ -71,9 +71,13 @@ import Testing
     @Test func anUntrustedStateNeverConvertsData() throws {
         let untrusted = LoadedState(state: Self.rolledBack.state, problem: SwitchbackError(.insecurePermissions, "The state directory /s is writable by other users."),
                                     untrustedRejection: "an operator rolled back")
+        // Never a refusal (issue 36, part 3): an untrusted state cannot stop every start.
         let plan = try Self.planner(state: untrusted, trusted: false, floor: "1.2.0").plan()
-        #expect(plan.reason.code == "untrusted-data-conversion")
-        #expect(plan.refusal?.sentence(Self.manifest) == "The state directory /s is writable by other users; it records that an operator rolled back, but the previous slot (1.1.0) cannot run on the data: its reader floor is 1.2.0, and converting it back would write to a state directory the launcher does not trust; fix its permissions as said, then start again.")
+        #expect(plan.refusal == nil)
+        #expect(plan.slot == .current && !plan.convertsData)
+        #expect(plan.reason.code == "data-not-convertible")
+        #expect(plan.notes.map { LaunchPlan.sentence(of: $0, Self.manifest) } == ["The state directory /s is writable by other users; it records that an operator rolled back, but the previous slot (1.1.0) cannot run on the data: its reader floor is 1.2.0, and converting it back would write to a state directory the launcher does not trust; fix its permissions as said, and the choice it records counts again. Running the current slot (1.2.0) instead."])
+        #expect(plan.closingNote(Self.manifest, state: untrusted) == nil)
         #expect(try Self.planner(state: untrusted, trusted: false, forced: "previous", floor: "1.2.0").plan().slot == .previous)
     }
 

@@ -185,6 +185,55 @@ import Testing
         #expect(try FileSystem.read(root + "/absent") == nil)
     }
 
+    /// Issue 36: a group can have members no file lists (a supplementary group), so a file
+    /// its group may write is never trusted, private group or not; a directory still is.
+    @Test func aFileItsGroupMayWriteIsNeverTrusted() throws {
+        try file(root + "/state", mode: 0o660)
+        #expect { try FileSystem.read(root + "/state") } throws: { error in
+            let error = error as? SwitchbackError
+            return error?.code == .insecurePermissions && error?.message == "The file \(root)/state is writable by its group (owner uid \(geteuid()), group \(getegid()), mode 660), whose members no file lists (a supplementary group such as Kubernetes' fsGroup); refusing to trust it: run 'chmod g-w \(root)/state' once you have checked what it holds (each start of the launcher does so for the files of its own state directory)."
+        }
+        chmod(root + "/state", 0o640)
+        #expect(try FileSystem.read(root + "/state") == Array("x\n".utf8))
+    }
+
+    /// What a start does after the kubelet's pass: the state directory and this user's files
+    /// lose group write, each file (not the lock) rewritten into a new inode with its content,
+    /// and another user's file is left alone.
+    @Test func tighteningTakesGroupWriteOffTheDirectoryAndItsFiles() throws {
+        guard Self.ownGroupIsPrivate() else { return }
+        let state = directory("state", mode: 0o2770)
+        try file(state + "/state", mode: 0o660)
+        try file(state + "/lock", mode: 0o660)
+        try file(state + "/world", mode: 0o666)
+        var before = stat(), lockBefore = stat()
+        stat(state + "/state", &before)
+        stat(state + "/lock", &lockBefore)
+        StateDirectory(path: state).tighten()
+        var info = stat()
+        stat(state, &info)
+        #expect(info.st_mode & 0o7777 == 0o2750)
+        stat(state + "/state", &info)
+        #expect(info.st_mode & 0o777 == 0o640)
+        #expect(info.st_ino != before.st_ino, "the file was not written anew: a descriptor opened before still writes it")
+        #expect(try FileSystem.read(state + "/state") == Array("x\n".utf8))
+        stat(state + "/lock", &info)
+        #expect(info.st_mode & 0o777 == 0o640 && info.st_ino == lockBefore.st_ino)
+        stat(state + "/world", &info)
+        #expect(info.st_mode & 0o777 == 0o666, "a world-writable file was made trusted")
+        // Nothing to do: one lstat, nothing changes.
+        StateDirectory(path: state).tighten()
+        stat(state, &info)
+        #expect(info.st_mode & 0o7777 == 0o2750)
+    }
+
+    /// Whether this process's group passes the private-group rule here (the tightening only
+    /// acts on a directory that passes it).
+    static func ownGroupIsPrivate() -> Bool {
+        guard let accounts = try? Accounts.system() else { return false }
+        return accounts.whyNotPrivate(getegid(), user: geteuid(), effectiveGroup: getegid()) == nil
+    }
+
     @Test func waitingForALockIsBounded() throws {
         let path = root + "/lock"
         let held = try FileLock(path: path)
@@ -252,7 +301,8 @@ import Testing
         // A numeric runAsUser the image's /etc/passwd does not know (and no files at all).
         #expect(Self.accounts(passwd: "root:x:0:0::/root:/bin/sh\n", group: "").whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
         #expect(Accounts.parse(passwd: [], group: []).whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
-        // The directory and a file after the kubelet's pass with fsGroup = runAsGroup.
+        // The directory and a file after the kubelet's pass with fsGroup = runAsGroup, by the
+        // private-group rule alone (a file is refused before it: aFileItsGroupMayWriteIsNeverTrusted).
         try check(Self.status(mode: 0o2770, gid: 10001))
         var file = Self.status(mode: 0o660, gid: 10001)
         file.st_mode = FileMode.regular | 0o660

@@ -26,7 +26,17 @@ extension LaunchPlan {
         if let (_, failure) = fallback {
             return "\(failure) Running the \(decision.slot.rawValue) slot (\(manifest[decision.slot].version)) instead."
         }
+        // An untrusted rejection the data could not follow: the note said it all.
+        if state.isUntrusted, case .dataNotConvertible = decision.reason { return nil }
         return state.problemSentence
+    }
+
+    /// The sentence of a rejection an untrusted state records whose previous build cannot
+    /// read the data: converting it back would write there, so the current build runs.
+    static func untrustedConversion(state: LoadedState, floor: String, previousVersion: String) -> String {
+        let found = state.problem?.clause ?? "The state is not trusted"
+        let problem = "the previous slot (\(previousVersion)) cannot run on the data: its reader floor is \(floor), and converting it back would write to a state directory the launcher does not trust; fix its permissions as said, and the choice it records counts again."
+        return "\(found)\(state.untrustedRejection.map { "; it records that \($0), but" } ?? ";") \(problem)"
     }
 
     /// The sentence of a data conversion that cannot happen because the current build, which
@@ -44,10 +54,6 @@ extension LaunchRefusal {
             return "\(failure) SWITCHBACK_SLOT forces this slot, so the launcher does not fall back."
         case .noSlotRuns(let first, let then):
             return "neither slot can run. First: \(first) Then: \(then) Rebuild the bundle with scripts/bundle, or restore the files named above."
-        case .untrustedDataConversion(let state, let floor, let previousVersion):
-            let found = state.problem?.clause ?? "The state is not trusted"
-            let problem = "the previous slot (\(previousVersion)) cannot run on the data: its reader floor is \(floor), and converting it back would write to a state directory the launcher does not trust; fix its permissions as said, then start again."
-            return "\(found)\(state.untrustedRejection.map { "; it records that \($0), but" } ?? ";") \(problem)"
         case .forcedPreviousCannotReadData(let problem):
             return "\(problem) SWITCHBACK_SLOT forces the previous slot, so the launcher stops here."
         case .fallbackCannotReadData(let failure, let previousVersion, let problem):

@@ -70,9 +70,6 @@ public enum LaunchRefusal: Sendable, Equatable {
     case forcedSlotBroken(slot: BuildSlot, failure: String)
     /// The chosen slot cannot run, and the other one cannot either.
     case noSlotRuns(first: String, then: String)
-    /// The previous build would need the data converted back, which would write to a state
-    /// directory that is not trusted.
-    case untrustedDataConversion(state: LoadedState, floor: String, previousVersion: String)
     /// `SWITCHBACK_SLOT=previous`, and the data cannot be converted back for it.
     case forcedPreviousCannotReadData(problem: String)
     /// The current slot cannot run, and falling back to the previous one needs the data
@@ -87,7 +84,6 @@ public enum LaunchRefusal: Sendable, Equatable {
         switch self {
         case .forcedSlotBroken: return "forced-slot-broken"
         case .noSlotRuns: return "no-slot-runs"
-        case .untrustedDataConversion: return "untrusted-data-conversion"
         case .forcedPreviousCannotReadData: return "forced-previous-cannot-read-data"
         case .fallbackCannotReadData: return "fallback-cannot-read-data"
         case .currentCannotRunInstead: return "current-cannot-run-instead"

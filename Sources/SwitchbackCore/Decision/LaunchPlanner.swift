@@ -127,11 +127,11 @@ public struct LaunchPlanner {
         var plan = planned
         guard plan.decision.slot == .previous, let floor = dataFloor() else { return plan }
         if !isTrusted {
-            // Converting would write where nothing is written; a forced run is left alone.
-            if !plan.isForced {
-                plan.refusal = .untrustedDataConversion(state: state, floor: floor, previousVersion: manifest.previous.version)
-            }
-            return plan
+            // Converting would write where nothing is written; a forced run is left alone. An
+            // untrusted state never stops every start: the current build, which the data is
+            // in, runs instead (`afterRefusedConversion`).
+            if plan.isForced { return plan }
+            return afterRefusedConversion(plan, problem: LaunchPlan.untrustedConversion(state: state, floor: floor, previousVersion: manifest.previous.version))
         }
         // The current build converts its own data back, in a process of its own: it must load.
         if let broken = slotProblem(.current) {

@@ -221,6 +221,8 @@ public enum Launcher {
             // /) is a broken environment, refused like any other start (70).
             fail(error.message, code: error.code == .invalidArgument ? 64 : failureExitCode)
         }
+        // What the group may write since the kubelet's pass is made this user's alone first.
+        directory.tighten()
         do { try directory.checkPermissions() } catch { return (directory, error) }
         return (directory, nil)
     }

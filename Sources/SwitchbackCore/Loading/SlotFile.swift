@@ -88,6 +88,41 @@ public final class SlotFile: Sendable, Equatable {
         return present
     }
 
+    /// Walks and checks the directory of each library in `list` (the manifest's comma-separated
+    /// `needed`, absolute paths) as `checkLibraries` does, with the same sentences
+    /// (`.insecurePermissions`), for a slot whose libraries are remembered by their stamp:
+    /// the stamp covers the files (a chmod of one changes its ctime), not the directories
+    /// that hold them, so `chmod 777 lib` must be seen here, at every start, or a start,
+    /// `status` and a fresh state directory would disagree about the same bundle. A few
+    /// `lstat`s: libraries in a row in one directory are walked once, and within a start
+    /// `TrustedDirectories` remembers what passed.
+    static func checkLibraryDirectories(list: String, neededBy slot: String) throws(SwitchbackError) {
+        // One pass over the bytes, a String made only for a directory not seen just before:
+        // a generic split and a String per library cost more than the lstat they lead to.
+        var directories: [String] = []
+        var text = list
+        text.withUTF8 { bytes in
+            var start = 0, previous = 0..<0
+            while start < bytes.count {
+                var end = start, slash = -1
+                while end < bytes.count, bytes[end] != 0x2C {
+                    if bytes[end] == 0x2F { slash = end }
+                    end += 1
+                }
+                defer { start = end + 1 }
+                guard end > start, bytes[start] == 0x2F, slash >= start else { continue }
+                let parent = start..<max(slash, start + 1)  // "/lib" of "/lib/x.so"; "/" of "/x.so"
+                if parent.count == previous.count,
+                   UnsafeBufferPointer(rebasing: bytes[parent]).elementsEqual(UnsafeBufferPointer(rebasing: bytes[previous])) { continue }
+                previous = parent
+                directories.append(String(decoding: UnsafeBufferPointer(rebasing: bytes[parent]), as: UTF8.self))
+            }
+        }
+        for directory in directories {
+            _ = try StrictModes.resolveDirectory(directory, what: "directory of the \(slot)'s library")
+        }
+    }
+
     /// `name` in the checked `directory`, links followed (each link checked; a target in
     /// another directory is walked by `StrictModes.resolve`). Nil when missing.
     private static func libraryFile(in directory: String, named name: String, what: String) throws(SwitchbackError) -> (String, stat)? {

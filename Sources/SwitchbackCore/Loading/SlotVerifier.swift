@@ -76,10 +76,13 @@ public struct SlotVerifier: Sendable {
         }
         // The libraries this file bound against once, unchanged since (same inode, size, mtime
         // and ctime, so no chmod, chown or replacement either), were strict-checked when that
-        // stamp was recorded: checked once, remembered by fingerprint, like the hash.
+        // stamp was recorded: checked once, remembered by fingerprint, like the hash. Their
+        // directories are not in the stamp: those are checked at every start (a few lstats).
         let stamp = LibraryStamp.of(list: record.neededList)
         var allListed: String?, checked: [String] = []
         if let cached, cached.sha256 == record.sha256, let bound = cached.bound, bound == stamp {
+            // The files are as they were checked; their directories are checked again.
+            try SlotFile.checkLibraryDirectories(list: record.neededList, neededBy: "\(slot.rawValue) slot")
             allListed = record.neededList
         } else {
             checked = try SlotFile.checkLibraries(record.needed, neededBy: "\(slot.rawValue) slot", bundled: manifest.bundledLibrary(named:), cache: cache)

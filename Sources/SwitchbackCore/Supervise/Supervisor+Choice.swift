@@ -49,8 +49,13 @@ extension Supervisor {
     func desiredSlot(running: BuildSlot?) -> BuildSlot {
         // The launcher's planner, with the running child as an input; the slot checks and the
         // data are left to the child's own plan.
-        let planner = LaunchPlanner(manifest: manifest, state: StateStore(directory: directory).load(), isTrusted: true,
-                                    health: HealthStore(directory: directory).load().record,
+        let loaded = StateStore(directory: directory).load()
+        let health = HealthStore(directory: directory).load()
+        // A state or health file the supervisor does not trust (another account's, or one a
+        // group could write) decides nothing: what runs keeps running.
+        if loaded.isUntrusted || health.problem?.code == .insecurePermissions { return running ?? .current }
+        let planner = LaunchPlanner(manifest: manifest, state: loaded, isTrusted: true,
+                                    health: health.record,
                                     forcedSlot: environmentValue("SWITCHBACK_SLOT"), running: running, checksSlots: false)
         return (try? planner.plan())?.decision.slot ?? running ?? .current
     }

@@ -18,7 +18,7 @@ extension StrictModes {
             return "The symbolic link \(path) on the way to the \(what) is owned by another user (owner uid \(info.st_uid)); refusing to follow it: remove it or run 'chown -h \(me) \(path)'."
         }
         do throws(SwitchbackError) {
-            try checkOwnerAndMode(info, path: path, what: name, sticky: role == .ancestor)
+            try checkOwnerAndMode(info, path: path, what: name, sticky: role == .ancestor, isFile: role == .file)
             return nil
         } catch {
             return error.message

@@ -25,7 +25,16 @@ public enum StrictModes {
     /// and not writable by others, nor by its group unless that is this process's private
     /// group; `sticky` accepts a world-writable sticky directory (an ancestor). `what` names
     /// the file in the sentence ("state directory").
-    public static func checkOwnerAndMode(_ info: stat, path: String, what: @autoclosure () -> String, sticky: Bool = false) throws(SwitchbackError) {
+    ///
+    /// With `isFile` (a file Switchback reads or writes: the state directory's `state`,
+    /// `health`, `switch.request`, `analysis.override`, `lock`, the manifest) group write is
+    /// never trusted, private group or not: a group can have members no file lists (a
+    /// supplementary group: Kubernetes' `fsGroup` and `supplementalGroups`, `docker run
+    /// --group-add`, systemd's `SupplementaryGroups=`), and a file's content is what it
+    /// decides. A start takes group write off its own state files first
+    /// (`StateDirectory.tighten`), so the kubelet's pass does not leave them untrusted.
+    public static func checkOwnerAndMode(_ info: stat, path: String, what: @autoclosure () -> String, sticky: Bool = false,
+                                         isFile: Bool = false) throws(SwitchbackError) {
         let mode = info.st_mode & 0o7777
         // Built only on refusal: this runs some 40 times per start.
         func found() -> String { "owner uid \(info.st_uid), mode \(String(mode, radix: 8))" }
@@ -34,6 +43,7 @@ public enum StrictModes {
             throw SwitchbackError(.insecurePermissions, "The \(what()) \(path) is owned by another user (\(found())); refusing to trust it: run 'chown \(me) \(path)' or remove it.", path: path)
         }
         if mode & FileMode.sharedWrite != 0 && !(sticky && mode & FileMode.sticky != 0) {
+            if isFile && mode & FileMode.worldWrite == 0 { try checkGroupWrittenFile(info, path: path, what: what()) }
             try checkSharedWrite(info, path: path, what: what(), user: geteuid(), group: getegid()) { () throws(SwitchbackError) in try Accounts.system() }
         }
     }
@@ -67,6 +77,15 @@ public enum StrictModes {
             ? ", or give group \(info.st_gid) to this user alone"
             : ", or run this program with group \(info.st_gid) as its group (in Kubernetes: runAsGroup equal to fsGroup)"
         throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is writable by its group (\(found)), and \(why); refusing to trust it: run 'chmod g-w \(path)'\(alternative).", path: path)
+    }
+
+    /// The slow path of `checkOwnerAndMode(isFile: true)` for a file its group may write:
+    /// trusted only on a read-only mount (nobody writes there), else refused with a sentence.
+    @inline(never)
+    static func checkGroupWrittenFile(_ info: stat, path: String, what: String) throws(SwitchbackError) {
+        if isOnReadOnlyMount(path) { return }
+        let mode = info.st_mode & 0o7777
+        throw SwitchbackError(.insecurePermissions, "The \(what) \(path) is writable by its group (owner uid \(info.st_uid), group \(info.st_gid), mode \(String(mode, radix: 8))), whose members no file lists (a supplementary group such as Kubernetes' fsGroup); refusing to trust it: run 'chmod g-w \(path)' once you have checked what it holds (each start of the launcher does so for the files of its own state directory).", path: path)
     }
 
     /// Whether `path` is on a file system mounted read-only (`statvfs(3)`'s `ST_RDONLY`).
@@ -205,7 +224,7 @@ public enum StrictModes {
     public static func checkOpenFile(_ fd: Int32, path: String, what: String) throws(SwitchbackError) -> stat {
         var info = stat()
         if fstat(fd, &info) != 0 { throw .system("Inspecting", path: path, errno: errno) }
-        try checkOwnerAndMode(info, path: path, what: what)
+        try checkOwnerAndMode(info, path: path, what: what, isFile: true)
         guard FileMode.type(info) == FileMode.regular else {
             throw .system("Reading", path: path, errno: FileMode.type(info) == FileMode.directory ? EISDIR : EINVAL)
         }
