@@ -120,4 +120,27 @@ import Glibc
         }
         #expect(!stderr.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{07}" || $0 == "\u{9B}" }, "the supervisor's journal: \(stderr.debugDescription)")
     }
+
+    @Test func plainHTTPToAnotherHostIsRefusedAtTheSupervisorsStartAndByVerify() throws {
+        let t = try TestBundle()
+        defer { try? FileManager.default.removeItem(atPath: t.directory) }
+        let port = try unusedLocalPort()
+        for (key, value) in [
+            "supervise": "true", "analysis.window_s": "60", "analysis.checks": "prom",
+            "analysis.check.prom.kind": "prometheus", "analysis.check.prom.address": "http://192.0.2.1:9090",
+            "analysis.check.prom.query": "up", "analysis.check.prom.success": "result[0] == 1",
+        ] { try t.setManifestSetting(key, value) }
+        let sentence = "analysis.check.prom.address is http://192.0.2.1:9090, plain http to a host other than loopback, where anything on the path could change the answers that judge a build; use https, or set analysis.allow_insecure_http=true to accept that."
+        let start = try t.launcher("serve", "--http", "127.0.0.1:\(port)", environment: ["SWITCHBACK_SUPERVISE": "1"])
+        #expect(start.status == 70, "\(start)")
+        #expect(start.stderr == "launcher: The manifest's analysis settings are refused: \(sentence) Rebuild the bundle with switchback-bundle --analysis FILE.\n", "\(start.stderr)")
+        let verify = try t.rollbackctl("verify")
+        #expect(verify.status == 1)
+        #expect(verify.stdout.contains("analysis: FAILED: \(sentence)\n"), "\(verify.stdout)")
+        #expect(verify.stderr == "Error: the analysis settings failed verification; rebuild the bundle with scripts/bundle.\n")
+
+        try t.setManifestSetting("analysis.allow_insecure_http", "true")
+        let accepted = try t.rollbackctl("verify")
+        #expect(accepted.status == 0 && !accepted.stdout.contains("analysis"), "\(accepted)")
+    }
 }

@@ -202,7 +202,7 @@ import Testing
     @Test func plainHTTPToAnotherHostNeedsTheExplicitSetting() throws {
         var settings = ["analysis.window_s": "60", "analysis.checks": "p", "analysis.check.p.kind": "prometheus",
                         "analysis.check.p.query": "up", "analysis.check.p.success": "result == 1"]
-        for address in ["http://127.0.0.1:9090", "http://localhost:9090", "http://[::1]:9090", "https://prometheus.example", "HTTPS://10.0.0.5"] {
+        for address in ["http://127.0.0.1:9090", "http://localhost:9090", "http://[::1]:9090", "https://prometheus.example", "https://10.0.0.5"] {
             settings["analysis.check.p.address"] = address
             #expect(try AnalysisSpec.parse(settings) != nil, "\(address)")
         }

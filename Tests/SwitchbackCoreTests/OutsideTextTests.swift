@@ -8,7 +8,7 @@ import Testing
     @Test func aCRLFIsOneCharacterButTwoScalarsAndBecomesOneSpace() {
         let raw = "x\r\nverdict successful injected"
         #expect(raw.count == raw.unicodeScalars.count - 1, "Swift counts \"\\r\\n\" as one Character")
-        #expect(!raw.contains("\n"), "which is why a Character comparison misses it")
+        #expect(!raw.contains(where: { $0 == "\n" }), "which is why a Character comparison misses it")
         #expect(OutsideText(raw).text == "x verdict successful injected")
         #expect(OutsideText("a\n\n\r\rb").text == "a b")
         #expect(OutsideText("tab\there").text == "tab here")

@@ -34,10 +34,16 @@ public struct PrometheusClient: Sendable {
         return "\(address)/api/v1/query?query=\(Self.percentEncoded(query))&time=\(seconds)"
     }
 
+    /// Whether queries go straight to the server whatever proxy the environment names: a
+    /// loopback address does (what is on this host never crosses a proxy, which could write
+    /// the answers that judge a build); any other follows `https_proxy`, `http_proxy`,
+    /// `no_proxy` as libcurl reads them (docs/analysis.md).
+    public var isDirect: Bool { NetworkHost.host(ofURL: address).map { NetworkHost.isLoopback($0) } ?? false }
+
     /// Runs the instant query `query` at `unixMilliseconds` (Unix time). Blocks up to the timeout.
     public func query(_ query: String, at unixMilliseconds: Int64) -> PrometheusAnswer {
         let answer = HTTPGet.get(url(of: query, at: unixMilliseconds), timeoutMilliseconds: timeoutMilliseconds,
-                                 maxBody: maxBodyBytes, headers: ["Accept: application/json"])
+                                 maxBody: maxBodyBytes, headers: ["Accept: application/json"], direct: isDirect)
         return Self.decode(answer, address: address, timeoutMilliseconds: timeoutMilliseconds, maxBodyBytes: maxBodyBytes)
     }
 
