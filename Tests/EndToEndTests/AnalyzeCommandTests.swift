@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SwitchbackCore
 import Testing
 #if canImport(Glibc)
 import Glibc
