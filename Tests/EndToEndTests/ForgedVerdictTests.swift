@@ -68,6 +68,8 @@ import Glibc
             return true
         }
         try #require(ended, "the window did not end: \(app.stderr)")
+        // The record is saved before the history entry: let the supervisor write both.
+        _ = app.wait(upTo: 15) { ((try? t.history()) ?? []).contains { $0.kind.hasPrefix("probation_") } }
         return (try #require(probation(t)), seenAt, app.stderr)
     }
 
