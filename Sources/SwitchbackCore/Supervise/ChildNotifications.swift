@@ -104,6 +104,7 @@ final class ChildNotifications {
                 continue
             }
             removeAbandonedDirectories(in: parent)
+            problem = ""
             for _ in 0..<attempts {
                 var template = Array((parent + "/\(prefix)XXXXXX").utf8CString)
                 guard template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) != nil else {
