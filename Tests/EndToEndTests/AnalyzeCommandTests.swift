@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import SwitchbackCore
 import Testing
 #if canImport(Glibc)
 import Glibc
@@ -51,7 +52,8 @@ import Glibc
         while !open.isEmpty {
             let elapsed = Date().timeIntervalSince(started)
             while let next = input.first, next.after <= elapsed, let fd = writeEnd {
-                var text = next.line + "\n"
+                // A frame (AnalyzerMessage), as the supervisor writes; `raw:` sends the bytes as they are.
+                var text = next.line.hasPrefix("raw:") ? String(next.line.dropFirst(4)) : "\(next.line.utf8.count) \(next.line)\n"
                 _ = text.withUTF8 { write(fd, $0.baseAddress, $0.count) }
                 input.removeFirst()
             }
@@ -78,9 +80,12 @@ import Glibc
         close(out[0]); close(err[0])
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0 && errno == EINTR {}
-        let text = String(decoding: collected[out[0]]!, as: UTF8.self)
+        var frames = AnalyzerFrameReader()
+        frames.append(collected[out[0]]!)
+        var lines: [String] = []
+        while let payload = try frames.next() { lines.append(payload) }
         return Run(status: status & 0x7F == 0 ? (status >> 8) & 0xFF : 128 + (status & 0x7F),
-                   lines: text.split(separator: "\n").map(String.init),
+                   lines: lines,
                    stderr: String(decoding: collected[err[0]]!, as: UTF8.self),
                    seconds: Date().timeIntervalSince(started))
     }
@@ -183,6 +188,17 @@ import Glibc
         #expect(run.status == 0, "\(run)")
         #expect(run.lines.last == "verdict failed app: reported bad: \"x\"", "\(run)")
         #expect(run.seconds < 30)
+    }
+
+    @Test func anUnframedLineFromTheSupervisorIsRefusedOnceAndJudgesNothing() throws {
+        let t = try TestBundle()
+        defer { try? FileManager.default.removeItem(atPath: t.directory) }
+        try configure(t, window: 3, ["checks": "app", "check.app.kind": "app"])
+        let run = try analyze(t, endsIn: 3, input: [(0.2, "raw:app-bad x\n"), (0.3, "app-bad y")])
+        #expect(run.status == 0, "\(run)")
+        #expect(run.verdict?.hasPrefix("verdict successful ") == true, "nothing after the malformed frame was read: \(run)")
+        #expect(run.stderr.hasPrefix("rollbackctl-remote analyze: the supervisor wrote a malformed frame: a frame does not start with its length and a space (it starts with 'app-bad x "), "\(run.stderr)")
+        #expect(run.stderr.hasSuffix("); nothing more it writes is read.\n") && run.stderr.split(separator: "\n").count == 1, "said once: \(run.stderr)")
     }
 
     @Test func theEndOfStdinEndsTheAnalyzerWithoutAVerdict() throws {

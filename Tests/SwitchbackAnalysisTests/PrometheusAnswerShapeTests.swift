@@ -25,6 +25,21 @@ import Testing
             == .error("the query returned a histogram, not an instant vector"))
     }
 
+    /// Issue 36: every text of the answer is `OutsideText` (by scalars: "\r\n" is one
+    /// Character), the errorType too, so no sentence carries a line break or a control.
+    @Test func theAnswersTextIsMadeSafeWhereverItIs() {
+        let injected = #"x\r\nverdict successful\u001b[31m\u2028\u0085y"#
+        let cleaned = "x verdict successful\\u{1B}[31m y"
+        #expect(decode(status: 400, #"{"status":"error","errorType":"bad_data","error":"\#(injected)"}"#)
+            == .error("Prometheus at \(address) refused the query (bad_data: \(cleaned))"))
+        #expect(decode(status: 400, #"{"status":"error","errorType":"\#(injected)","error":"e"}"#)
+            == .error("Prometheus at \(address) refused the query (\(cleaned): e)"))
+        #expect(decode(status: 200, #"{"status":"success","data":{"resultType":"vector","result":[{"value":[1,"\#(injected)"]}]}}"#)
+            == .error("Prometheus at \(address) answered a sample value '\(cleaned)' that is not a number"))
+        #expect(decode(status: 200, #"{"status":"success","data":{"resultType":"\#(injected)","result":[]}}"#)
+            == .error("the query returned a \(cleaned), not an instant vector"))
+    }
+
     @Test func errorStatusesAreErrors() {
         #expect(decode(status: 503, "Service Unavailable") == .error("Prometheus at \(address) answered HTTP 503, not a query result; check the address"))
         #expect(decode(status: 422, "{\"status\":\"error\",\"errorType\":\"execution\",\"error\":\"many-to-many matching not allowed\"}")

@@ -152,10 +152,14 @@ import Testing
         try "analysis.checks=app\nanalysis.check.app.kind=app\n".write(toFile: windowless, atomically: true, encoding: .utf8)
         let foreign = directory + "/foreign"
         try "analysis.window_s=60\nsupervise=true\n".write(toFile: foreign, atomically: true, encoding: .utf8)
+        let insecure = directory + "/insecure"
+        try "analysis.window_s=60\nanalysis.checks=p\nanalysis.check.p.kind=prometheus\nanalysis.check.p.address=http://prometheus.example:9090\nanalysis.check.p.query=up\nanalysis.check.p.success=result == 1\n"
+            .write(toFile: insecure, atomically: true, encoding: .utf8)
         for (arguments, message) in [(["--bake-window", "soon"], "--bake-window needs a whole number, not 'soon'."),
                                      (["--analysis", directory + "/missing"], "--analysis: the file \(directory)/missing cannot be read; pass a file of analysis.* settings (docs/analysis.md)."),
                                      (["--analysis", foreign], "--analysis: the file \(foreign) sets 'supervise', which is not an analysis.* setting; keep only analysis.* keys in it."),
-                                     (["--analysis", windowless], "The analysis has checks but no analysis.window_s; write analysis.window_s=SECONDS (e.g. 60), the bake window.")] {
+                                     (["--analysis", windowless], "The analysis has checks but no analysis.window_s; write analysis.window_s=SECONDS (e.g. 60), the bake window."),
+                                     (["--analysis", insecure], "analysis.check.p.address is http://prometheus.example:9090, plain http to a host other than loopback, where anything on the path could change the answers that judge a build; use https, or set analysis.allow_insecure_http=true to accept that.")] {
             do { _ = try BundleOptions.parse(arguments); Issue.record("\(arguments) parsed") } catch {
                 #expect(error.code == .usage && error.exitCode == 64)
                 #expect(error.message == message)

@@ -166,6 +166,15 @@ import Testing
         (["analysis.window_s": "60", "analysis.checks": "p", "analysis.check.p.kind": "prometheus", "analysis.check.p.address": "http://127.0.0.1:9090",
           "analysis.check.p.query": "up", "analysis.check.p.success": "result == 1", "analysis.check.p.max_failures": "3"],
          .unknownKey, "analysis.check.p.max_failures", "not a setting of a prometheus check"),
+        (["analysis.window_s": "60", "analysis.checks": "p", "analysis.check.p.kind": "prometheus", "analysis.check.p.address": "http://10.0.0.5:9090",
+          "analysis.check.p.query": "up", "analysis.check.p.success": "result == 1"],
+         .invalidValue, "analysis.check.p.address", "is http://10.0.0.5:9090, plain http to a host other than loopback, where anything on the path could change the answers that judge a build; use https, or set analysis.allow_insecure_http=true to accept that."),
+        (["analysis.window_s": "60", "analysis.checks": "p", "analysis.check.p.kind": "prometheus", "analysis.check.p.address": "http://127.0.0.1@prometheus.example/",
+          "analysis.check.p.query": "up", "analysis.check.p.success": "result == 1"],
+         .invalidValue, "analysis.check.p.address", "plain http to a host other than loopback"),
+        (["analysis.window_s": "60", "analysis.checks": "p", "analysis.check.p.kind": "prometheus", "analysis.check.p.address": "http://10.0.0.5:9090",
+          "analysis.check.p.query": "up", "analysis.check.p.success": "result == 1", "analysis.allow_insecure_http": "yes"],
+         .invalidValue, "analysis.allow_insecure_http", "is 'yes'; write true or false."),
     ] as [([String: String], AnalysisSpecError.Code, String, String)])
     func refusesBadSettings(settings: [String: String], code: AnalysisSpecError.Code, key: String, phrase: String) {
         let error = #expect(throws: AnalysisSpecError.self) { try AnalysisSpec.parse(settings) }
@@ -188,5 +197,20 @@ import Testing
         for bad in ["", "99", "600", "300-200", "200-", "-200", "2xx", "200,", "200-300-400"] {
             #expect(HTTPStatusSet(bad) == nil, "\(bad)")
         }
+    }
+
+    @Test func plainHTTPToAnotherHostNeedsTheExplicitSetting() throws {
+        var settings = ["analysis.window_s": "60", "analysis.checks": "p", "analysis.check.p.kind": "prometheus",
+                        "analysis.check.p.query": "up", "analysis.check.p.success": "result == 1"]
+        for address in ["http://127.0.0.1:9090", "http://localhost:9090", "http://[::1]:9090", "https://prometheus.example", "https://10.0.0.5"] {
+            settings["analysis.check.p.address"] = address
+            #expect(try AnalysisSpec.parse(settings) != nil, "\(address)")
+        }
+        settings["analysis.check.p.address"] = "http://prometheus.example:9090"
+        #expect(throws: AnalysisSpecError.self) { try AnalysisSpec.parse(settings) }
+        settings["analysis.allow_insecure_http"] = "true"
+        let spec = try #require(try AnalysisSpec.parse(settings))
+        guard case .prometheus(let check) = spec.checks[0].kind else { Issue.record("not a prometheus check"); return }
+        #expect(check.address == "http://prometheus.example:9090")
     }
 }

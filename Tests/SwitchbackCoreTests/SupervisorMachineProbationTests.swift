@@ -2,6 +2,7 @@
 import Glibc
 #endif
 @testable import SwitchbackCore
+import SwitchbackFiles
 import Testing
 
 /// The probation (bake window) in `SupervisorMachine`: when it starts, resumes and stops, and
@@ -158,8 +159,8 @@ extension SupervisorMachineTests {
 
     @Test func theAppsSignalsReachTheAnalyzerOnlyFromTheBuildOnProbation() {
         var (machine, _) = Self.onProbation()
-        #expect(machine.handle(.appFailures(pid: 100, count: 3), at: Self.at(5)) == [.tellAnalyzer("app-failures 3")])
-        #expect(machine.handle(.appBad(pid: 100, reason: "schema mismatch"), at: Self.at(5)) == [.tellAnalyzer("app-bad schema mismatch")])
+        #expect(machine.handle(.appFailures(pid: 100, count: 3), at: Self.at(5)) == [.tellAnalyzer(.appFailures(3))])
+        #expect(machine.handle(.appBad(pid: 100, reason: "schema mismatch"), at: Self.at(5)) == [.tellAnalyzer(.appBad(reason: OutsideText("schema mismatch")))])
         #expect(machine.handle(.appFailures(pid: 999, count: 3), at: Self.at(5)) == [])
         _ = machine.handle(.analysisVerdict(.passed, sentence: "ok"), at: Self.at(60))
         #expect(machine.handle(.appFailures(pid: 100, count: 4), at: Self.at(61)) == [])

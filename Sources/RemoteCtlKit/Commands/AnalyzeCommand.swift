@@ -5,15 +5,18 @@ import Glibc
 import RollbackCtlKit
 import SwitchbackAnalysis
 import SwitchbackCore
+import SwitchbackFiles
 
 /// `analyze --state-dir DIR --slot SLOT --build SHA256 --version V --ends-at UNIX_MS`: the
 /// analyzer the supervisor spawns when a build goes on probation (docs/analysis.md).
 ///
-/// The protocol, line by line, each written with one `write(2)` as it happens:
+/// The protocol, in frames (`AnalyzerMessage`: `LENGTH SP PAYLOAD LF`, the payload's text
+/// made safe by `OutsideText`), each written with one `write(2)` as it happens:
 /// - stdout: `measurement NAME PHASE SENTENCE` per measurement, then
 ///   `verdict successful|failed|inconclusive SENTENCE`, then exit 0;
 /// - stdin: `app-failures N` (the app's cumulative failure count), `app-bad REASON`; other
-///   lines are ignored; end of input (the supervisor is gone) exits at once, with no verdict;
+///   kinds are ignored; a malformed frame is said once on stderr and nothing after it is
+///   read; end of input (the supervisor is gone) exits at once, with no verdict;
 /// - the settings: the manifest's `analysis.*`, with `DIR/analysis.override`'s keys winning.
 ///   Settings that do not read, or no analysis at all: one sentence on stderr, exit 78.
 ///
@@ -68,9 +71,9 @@ struct AnalyzeCommand: Command {
         let verdict = analysis.run(endingAt: endsAt) { event in
             switch event {
             case .measurement(let measurement):
-                Self.writeLine("measurement \(measurement.check) \(measurement.phase) \(measurement.sentence)")
+                Self.emit(.measurement(check: measurement.check, phase: "\(measurement.phase)", sentence: OutsideText(measurement.sentence, limit: AnalyzerMessage.maximumPayloadBytes / 2)))
             case .verdict(let verdict):
-                Self.writeLine("verdict \(verdict.word) \(verdict.sentence)")
+                Self.emit(.verdict(word: verdict.word, sentence: OutsideText(verdict.sentence, limit: AnalyzerMessage.maximumPayloadBytes / 2)))
             }
         }
         _ = verdict
@@ -116,13 +119,12 @@ struct AnalyzeCommand: Command {
         pthread_detach(thread)
     }
 
-    /// One line on stdout, with one `write(2)` (no buffering: the supervisor reads it at once).
-    static func writeLine(_ line: String) {
-        var text = String(line.map { $0 == "\n" || $0 == "\r" ? " " : $0 }) + "\n"
-        text.withUTF8 { bytes in
+    /// One frame on stdout, with one `write(2)` (no buffering: the supervisor reads it at once).
+    static func emit(_ message: AnalyzerMessage) {
+        message.frame.withUnsafeBufferPointer { bytes in
             var offset = 0
             while offset < bytes.count {
-                let written = write(1, bytes.baseAddress! + offset, bytes.count - offset)
+                let written = Glibc.write(1, bytes.baseAddress! + offset, bytes.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
                     _exit(0)  // the supervisor closed its end: nobody is left to tell
@@ -145,7 +147,7 @@ struct AnalyzeCommand: Command {
     }
 }
 
-/// The reader of the supervisor's lines: `app-failures N`, `app-bad REASON`.
+/// The reader of the supervisor's frames: `app-failures N`, `app-bad REASON`.
 final class SignalReader: @unchecked Sendable {
     let analysis: AnalysisRun
 
@@ -154,27 +156,31 @@ final class SignalReader: @unchecked Sendable {
     }
 
     func readUntilEnd() {
-        var pending: [UInt8] = []
+        var frames = AnalyzerFrameReader()
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(0, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             if count <= 0 { _exit(0) }  // the supervisor is gone
-            pending.append(contentsOf: buffer[0..<count])
-            while let newline = pending.firstIndex(of: 0x0A) {
-                handle(String(decoding: pending[..<newline], as: UTF8.self))
-                pending.removeSubrange(...newline)
+            guard !frames.isBroken else { continue }  // read on only to see the end
+            frames.append(buffer[0..<count])
+            while true {
+                do {
+                    guard let payload = try frames.next() else { break }
+                    if let message = AnalyzerMessage(payload: payload) { handle(message) }
+                } catch {
+                    AnalyzeCommand.writeError("rollbackctl-remote analyze: the supervisor wrote a malformed frame: \(error.clause); nothing more it writes is read.")
+                    break
+                }
             }
-            if pending.count > 64 << 10 { pending.removeAll() }  // no line is that long
         }
     }
 
-    func handle(_ line: String) {
-        if line.hasPrefix("app-failures "), let count = Int(line.dropFirst(13).filter { $0 != " " }), count >= 0 {
-            analysis.reportAppFailures(count)
-        } else if line.hasPrefix("app-bad ") || line == "app-bad" {
-            let reason = String(line.dropFirst(8).prefix(512))
-            analysis.reportAppBad(reason.isEmpty ? "no reason given" : reason)
+    func handle(_ message: AnalyzerMessage) {
+        switch message {
+        case .appFailures(let count): analysis.reportAppFailures(count)
+        case .appBad(let reason): analysis.reportAppBad(reason.text)
+        case .measurement, .verdict: break
         }
     }
 }

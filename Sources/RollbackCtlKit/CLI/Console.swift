@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackFiles
 
 /// Where a command's output goes: stdout for results, stderr for warnings and errors.
 public struct Console: Sendable {
@@ -14,11 +15,13 @@ public struct Console: Sendable {
         self.writeError = writeError
     }
 
-    /// The process's stdout and stderr.
+    /// The process's stdout and stderr. What reaches the terminal passes
+    /// `OutsideText.keepingLines` first: a reason, a server's sentence or a file's text quoted
+    /// in a report runs no escape sequence, whoever wrote it.
     public static let standard = Console(
-        writeOut: { line in print(line) },
+        writeOut: { line in print(OutsideText.keepingLines(line)) },
         writeError: { line in
-            var text = line + "\n"
+            var text = OutsideText.keepingLines(line) + "\n"
             _ = text.withUTF8 { write(2, $0.baseAddress, $0.count) }
         })
 

@@ -7,7 +7,8 @@ struct VerifyCommand: Command {
         abstract: "Check both slots against the manifest.",
         overview: """
             Check both slots against the manifest: presence, permissions, size, ELF,
-            SHA-256 (always hashed, ignoring the launcher's cache).
+            SHA-256 (always hashed, ignoring the launcher's cache); and the manifest's
+            analysis settings, as the supervisor reads them.
             """)
 
     let workspace: Workspace
@@ -27,6 +28,12 @@ struct VerifyCommand: Command {
                 console.out("\(slot.rawValue): FAILED: \(error.message)")
                 failures.append(slot.rawValue)
             }
+        }
+        // The analysis a supervisor would refuse to start on (a key that does not read, plain
+        // http to another host without analysis.allow_insecure_http) fails here too.
+        do { _ = try AnalysisSpec.parse(AnalysisSpec.settings(in: workspace.manifest.settings)) } catch {
+            console.out("analysis: FAILED: \(error.message)")
+            failures.append("the analysis settings")
         }
         if !failures.isEmpty {
             throw .failure("\(failures.joined(separator: " and ")) failed verification; rebuild the bundle with scripts/bundle.")

@@ -1,3 +1,4 @@
+import SwitchbackFiles
 /// A JSON value, and how `--json` prints one without Foundation (linking it costs
 /// `rollbackctl` about 3 ms at every start): objects with sorted keys, pretty-printed with
 /// two spaces, `/` not escaped. `JSONWriter` turns any `Encodable` into one.
@@ -57,7 +58,9 @@ enum JSON: Equatable, Sendable {
             case "\n": out += "\\n"
             case "\r": out += "\\r"
             case "\t": out += "\\t"
-            case let control where control.value < 0x20:
+            case let control where OutsideText.isRefused(control):
+                // Every control (C0, DEL, C1), line separator and bidi override escaped: no
+                // terminal that shows the JSON runs an escape sequence from a file or a server.
                 let hex = String(control.value, radix: 16)
                 out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
             default: out.unicodeScalars.append(scalar)

@@ -5,6 +5,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import SwitchbackCore
+import SwitchbackFiles
 
 /// Instant queries against a Prometheus server (`GET /api/v1/query?query=...&time=...`),
 /// through the system's libcurl within hard limits. Never throws: every way the answer can
@@ -33,10 +34,16 @@ public struct PrometheusClient: Sendable {
         return "\(address)/api/v1/query?query=\(Self.percentEncoded(query))&time=\(seconds)"
     }
 
+    /// Whether queries go straight to the server whatever proxy the environment names: a
+    /// loopback address does (what is on this host never crosses a proxy, which could write
+    /// the answers that judge a build); any other follows `https_proxy`, `http_proxy`,
+    /// `no_proxy` as libcurl reads them (docs/analysis.md).
+    public var isDirect: Bool { NetworkHost.host(ofURL: address).map { NetworkHost.isLoopback($0) } ?? false }
+
     /// Runs the instant query `query` at `unixMilliseconds` (Unix time). Blocks up to the timeout.
     public func query(_ query: String, at unixMilliseconds: Int64) -> PrometheusAnswer {
         let answer = HTTPGet.get(url(of: query, at: unixMilliseconds), timeoutMilliseconds: timeoutMilliseconds,
-                                 maxBody: maxBodyBytes, headers: ["Accept: application/json"])
+                                 maxBody: maxBodyBytes, headers: ["Accept: application/json"], direct: isDirect)
         return Self.decode(answer, address: address, timeoutMilliseconds: timeoutMilliseconds, maxBodyBytes: maxBodyBytes)
     }
 
@@ -60,8 +67,8 @@ public struct PrometheusClient: Sendable {
         }
         let response = try? JSONDecoder().decode(QueryResponse.self, from: Data(answer.body))
         if let response, response.status == "error" || answer.status != 200 {
-            let kind = response.errorType.map { "\($0): " } ?? ""
-            let text = Self.clipped(response.error ?? "no error message")
+            let kind = response.errorType.map { "\(OutsideText($0).text): " } ?? ""
+            let text = OutsideText(response.error ?? "no error message").text
             if answer.status == 400 || answer.status == 422 { return .error("\(server) refused the query (\(kind)\(text))") }
             return .error("\(server) answered HTTP \(answer.status) with an error (\(kind)\(text))")
         }
@@ -72,29 +79,23 @@ public struct PrometheusClient: Sendable {
             return .error("\(server) answered something that is not a Prometheus query result (not JSON of the expected shape); check the address")
         }
         guard response.status == "success", let data = response.data else {
-            return .error("\(server) answered status '\(Self.clipped(response.status))' without data")
+            return .error("\(server) answered status '\(OutsideText(response.status).text)' without data")
         }
         guard let texts = data.values else {
             switch data.resultType {
             case "matrix": return .error("the query returned a matrix (range vector), not an instant vector; drop the [range] or wrap it in rate() or a *_over_time function")
             case "string": return .error("the query returned a string, not an instant vector")
-            default: return .error("the query returned a \(Self.clipped(data.resultType)), not an instant vector")
+            default: return .error("the query returned a \(OutsideText(data.resultType).text), not an instant vector")
             }
         }
         var values: [Double] = []
         for text in texts {
             guard let value = QueryResponse.number(text) else {
-                return .error("\(server) answered a sample value '\(Self.clipped(text))' that is not a number")
+                return .error("\(server) answered a sample value '\(OutsideText(text).text)' that is not a number")
             }
             values.append(value)
         }
         return .samples(values)
-    }
-
-    /// A server's text for a sentence: one line, at most 300 characters.
-    static func clipped(_ text: String) -> String {
-        let line = String(text.map { $0 == "\n" || $0 == "\r" || $0 == "\t" ? " " : $0 })
-        return line.count > 300 ? String(line.prefix(300)) + "..." : line
     }
 
     /// `text` with everything but RFC 3986's unreserved characters percent-encoded.

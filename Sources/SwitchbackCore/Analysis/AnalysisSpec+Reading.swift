@@ -1,8 +1,10 @@
+import SwitchbackFiles
+
 /// Reads `analysis.*` settings into an `AnalysisSpec`, checking every key and value.
 struct SettingsReader {
     let settings: [String: String]
 
-    static let topLevel = ["window_s", "interval_s", "failure_limit", "inconclusive_limit", "consecutive_error_limit", "checks"]
+    static let topLevel = ["window_s", "interval_s", "failure_limit", "inconclusive_limit", "consecutive_error_limit", "checks", "allow_insecure_http"]
     static let fields: [String: [String]] = [
         "http": ["kind", "interval_s", "url", "success_status", "probe_interval_ms", "timeout_ms", "window_s",
                  "max_failure_percent", "latency_limit_ms", "latency_percentile", "min_probes"],
@@ -66,7 +68,7 @@ struct SettingsReader {
         if Self.topLevel.contains(String(rest)) { return }
         guard rest.hasPrefix("check.") else {
             throw AnalysisSpecError(.unknownKey, key: key,
-                                    "\(key) is not an analysis setting; write analysis.window_s, interval_s, failure_limit, inconclusive_limit, consecutive_error_limit, checks or analysis.check.NAME.FIELD.")
+                                    "\(key) is not an analysis setting; write analysis.window_s, interval_s, failure_limit, inconclusive_limit, consecutive_error_limit, checks, allow_insecure_http or analysis.check.NAME.FIELD.")
         }
         let path = rest.dropFirst("check.".count)
         guard let dot = path.lastIndex(of: "."), dot != path.startIndex else {
@@ -140,6 +142,12 @@ struct SettingsReader {
     func prometheus(_ prefix: String, name: String) throws(AnalysisSpecError) -> AnalysisCheck.Prometheus {
         var address = try url(prefix + "address", example: "http://127.0.0.1:9090")
         while address.hasSuffix("/") { address.removeLast() }
+        // Prometheus's answer decides a verdict: over plain http to another host, anything on
+        // the path (a proxy among them) could write it. As directives: an explicit opt-in.
+        if NetworkHost.isInsecureRemote(url: address), try !allowsInsecureHTTP() {
+            throw AnalysisSpecError(.invalidValue, key: prefix + "address",
+                                    "\(prefix)address is \(address.prefix(80)), plain http to a host other than loopback, where anything on the path could change the answers that judge a build; use https, or set analysis.allow_insecure_http=true to accept that.")
+        }
         let queryKey = prefix + "query"
         guard let query = settings[queryKey] else {
             throw AnalysisSpecError(.missingKey, key: queryKey, "The prometheus check \(name) has no \(queryKey); write the PromQL instant query, e.g. \(queryKey)=sum(rate(http_requests_total{code=~\"5..\"}[1m])).")
@@ -159,6 +167,16 @@ struct SettingsReader {
         }
         let timeout = try integer(prefix + "timeout_ms", in: 1...600_000, "a whole number of milliseconds") ?? 5000
         return AnalysisCheck.Prometheus(address: address, query: query, success: success, failure: failure, timeoutMilliseconds: timeout)
+    }
+
+    /// `analysis.allow_insecure_http`: true or false (absent: false).
+    func allowsInsecureHTTP() throws(AnalysisSpecError) -> Bool {
+        let key = "analysis.allow_insecure_http"
+        switch settings[key] {
+        case nil, "false": return false
+        case "true": return true
+        case let text?: throw AnalysisSpecError(.invalidValue, key: key, "\(key) is '\(text.prefix(40))'; write true or false.")
+        }
     }
 
     func condition(_ key: String) throws(AnalysisSpecError) -> AnalysisCondition? {

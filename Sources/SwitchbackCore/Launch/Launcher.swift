@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CSwitchbackContract
 import CSwitchbackSystem
+import SwitchbackFiles
 import SystemdNotify
 
 /// The launcher's whole start-up: find the bundle, read the manifest and the state, decide,
@@ -319,8 +320,11 @@ public enum Launcher {
         exit(code)
     }
 
+    /// One line on stderr (the journal under systemd), passed through
+    /// `OutsideText.keepingLines`: text quoted from a server, an app or a file runs no
+    /// escape sequence in whatever shows the journal.
     static func printError(_ line: String) {
-        var text = line
+        var text = OutsideText.keepingLines(line)
         text += "\n"
         _ = text.withUTF8 { write(2, $0.baseAddress, $0.count) }
     }

@@ -2,19 +2,20 @@
 import Glibc
 #endif
 import CSwitchbackSystem
+import SwitchbackFiles
 
 /// The probation's I/O: the analyzer process (`bin/rollbackctl-remote analyze`, checked like
 /// the sync program, fed on stdin, read on stdout, reaped), the probation record, the
 /// operator's requests and bake-window override. Bundles without `analysis.*` settings do
 /// none of it: `Analyzer.isConfigured` is one dictionary lookup of the parsed manifest.
 extension Supervisor {
-    /// The running analyzer: its pid, the pipe ends the supervisor holds, and what it has
-    /// written that is not a whole line yet.
+    /// The running analyzer: its pid, the pipe ends the supervisor holds, and the reader of
+    /// its frames (`AnalyzerMessage`), which holds what is not a whole frame yet.
     struct Analyzer {
         var pid: pid_t
         var output: Int32
         var input: Int32
-        var pending: [UInt8] = []
+        var frames = AnalyzerFrameReader()
         var gaveVerdict = false
 
         /// Whether the manifest configures analysis at all (`analysis.window_s` or `analysis.checks`).
@@ -121,14 +122,17 @@ extension Supervisor {
         kill(current.pid, SIGTERM)
     }
 
-    /// A line on the analyzer's stdin; a write that fails is left to the analyzer's exit.
-    func tellAnalyzer(_ line: String) {
+    /// A frame on the analyzer's stdin; a write that fails is left to the analyzer's exit.
+    func tellAnalyzer(_ message: AnalyzerMessage) {
         guard let current = analyzer else { return }
-        var text = line.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).joined(separator: " ") + "\n"
-        _ = text.withUTF8 { write(current.input, $0.baseAddress, $0.count) }
+        let frame = message.frame
+        _ = frame.withUnsafeBytes { write(current.input, $0.baseAddress, $0.count) }
     }
 
-    /// Reads what the analyzer wrote and turns each whole line into an event.
+    /// Reads what the analyzer wrote and turns each whole frame into an event. A malformed
+    /// frame is said once; the analyzer is stopped and the probation ends inconclusive (its
+    /// output can no longer be told apart from what it quoted), never with a verdict read
+    /// out of it.
     func readAnalyzer() {
         guard var current = analyzer else { return }
         var buffer = [UInt8](repeating: 0, count: 4096)
@@ -136,22 +140,33 @@ extension Supervisor {
         while true {
             let count = buffer.withUnsafeMutableBytes { read(current.output, $0.baseAddress, $0.count) }
             if count > 0 {
-                current.pending += buffer[0..<count]
+                current.frames.append(buffer[0..<count])
                 continue
             }
             if count == 0 || (errno != EAGAIN && errno != EINTR) { ended = true }
             if count < 0 && errno == EINTR { continue }
             break
         }
-        var lines: [String] = []
-        while let newline = current.pending.firstIndex(of: 0x0A) {
-            lines.append(String(decoding: current.pending[..<newline], as: UTF8.self))
-            current.pending.removeSubrange(...newline)
+        var messages: [AnalyzerMessage] = []
+        var malformed: AnalyzerFrameReader.Malformed?
+        while true {
+            do {
+                guard let payload = try current.frames.next() else { break }
+                if let message = AnalyzerMessage(payload: payload) { messages.append(message) }
+            } catch {
+                malformed = error
+                break
+            }
         }
-        if current.pending.count > 64 << 10 { current.pending.removeAll() }  // no line is that long
-        for line in lines where Self.isVerdict(line) { current.gaveVerdict = true }
+        for message in messages { if case .verdict = message { current.gaveVerdict = true } }
         analyzer = current
-        for line in lines { analyzerSaid(line) }
+        for message in messages { analyzerSaid(message) }
+        if let malformed, let still = analyzer, still.pid == current.pid, !still.gaveVerdict {
+            Launcher.printError("launcher: supervisor: the analyzer (pid \(current.pid)) wrote a malformed frame: \(malformed.clause); it is stopped and nothing more it wrote is read.")
+            stopAnalyzer()
+            send(.analyzerExited("the analyzer wrote a malformed frame (\(malformed.clause))"))
+            return
+        }
         if ended, let still = analyzer, still.pid == current.pid {
             // Its stdout closed: it is done (or dying); its exit is reaped like any child's.
             close(still.output)
@@ -159,25 +174,21 @@ extension Supervisor {
         }
     }
 
-    static func isVerdict(_ line: String) -> Bool { line.hasPrefix("verdict ") }
-
-    /// One line of the analyzer's protocol: `measurement NAME PHASE SENTENCE` or
-    /// `verdict successful|failed|inconclusive SENTENCE`; anything else is ignored.
-    func analyzerSaid(_ line: String) {
-        let words = line.split(separator: " ", maxSplits: 3, omittingEmptySubsequences: false).map(String.init)
-        switch words.first {
-        case "measurement" where words.count >= 3:
-            send(.analysisMeasured(check: words[1], phase: words[2], sentence: words.count > 3 ? words[3] : ""))
-        case "verdict" where words.count >= 2:
-            let sentence = line.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false).dropFirst(2).first.map(String.init) ?? ""
+    /// One message of the analyzer: a measurement or the verdict; a message for the analyzer
+    /// (the supervisor's own kinds) coming back is ignored.
+    func analyzerSaid(_ message: AnalyzerMessage) {
+        switch message {
+        case .measurement(let check, let phase, let sentence):
+            send(.analysisMeasured(check: check, phase: phase, sentence: sentence.text))
+        case .verdict(let word, let sentence):
             let state: ProbationRecord.State
-            switch words[1] {
+            switch word {
             case "successful": state = .passed
             case "failed": state = .failed
             default: state = .inconclusive
             }
-            send(.analysisVerdict(state, sentence: sentence))
-        default:
+            send(.analysisVerdict(state, sentence: sentence.text))
+        case .appFailures, .appBad:
             break
         }
     }

@@ -1,3 +1,4 @@
+import SwitchbackFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -306,7 +307,7 @@ public final class Supervisor {
                 case "X_SWITCHBACK_FAILURES":
                     if let count = Int(value), count >= 0 { send(.appFailures(pid: message.pid, count: count)) }
                 case "X_SWITCHBACK_BAD":
-                    send(.appBad(pid: message.pid, reason: value.isEmpty ? "no reason given" : Limits.truncated(String(value), bytes: Limits.reasonBytes)))
+                    send(.appBad(pid: message.pid, reason: value.isEmpty ? "no reason given" : OutsideText(value, limit: Limits.reasonBytes).text))
                 default:
                     break
                 }

@@ -145,10 +145,10 @@ extension SupervisorMachine {
 
     /// The app's own signal (sd_notify `X_SWITCHBACK_FAILURES` / `X_SWITCHBACK_BAD`), passed to
     /// the analyzer when the child runs the build on probation.
-    mutating func appSignal(pid: pid_t, line: String) -> [Action] {
+    mutating func appSignal(pid: pid_t, message: AnalyzerMessage) -> [Action] {
         guard case .analyzing(let record, _) = probation,
               let child = children.first(where: { $0.pid == pid }), child.build == record.build else { return [] }
-        return [.tellAnalyzer(line)]
+        return [.tellAnalyzer(message)]
     }
 
     /// `rollbackctl promote` / `abort`: acted on when it names the build whose probation is

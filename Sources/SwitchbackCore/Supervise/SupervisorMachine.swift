@@ -1,3 +1,4 @@
+import SwitchbackFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -179,8 +180,8 @@ struct SupervisorMachine {
         case startAnalyzer(ProbationRecord)
         /// Stop the analyzer (its verdict is no longer wanted).
         case stopAnalyzer
-        /// A line on the analyzer's stdin (`app-failures N`, `app-bad REASON`).
-        case tellAnalyzer(String)
+        /// A frame on the analyzer's stdin (`app-failures N`, `app-bad REASON`).
+        case tellAnalyzer(AnalyzerMessage)
         /// Save the probation record (and refresh the metrics).
         case recordProbation(ProbationRecord)
         /// The build passed its probation (or was promoted): marked good with the note.
@@ -399,9 +400,9 @@ struct SupervisorMachine {
         case .analyzerExited(let why):
             return analyzerGone(why, now: now)
         case .appFailures(let pid, let count):
-            return appSignal(pid: pid, line: "app-failures \(count)")
+            return appSignal(pid: pid, message: .appFailures(count))
         case .appBad(let pid, let reason):
-            return appSignal(pid: pid, line: "app-bad \(reason)")
+            return appSignal(pid: pid, message: .appBad(reason: OutsideText(reason, limit: 512)))
         case .probationRequest(let request):
             return probationRequested(request, now: now)
         case .releaseInstalled(let release):

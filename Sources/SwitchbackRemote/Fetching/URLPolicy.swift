@@ -6,6 +6,7 @@ import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackFiles
 
 /// Which URLs may be fetched: https anywhere; plain http only to loopback
 /// (127.0.0.0/8, ::1, localhost) unless the manifest allows insecure http.
@@ -31,22 +32,6 @@ enum URLPolicy {
         }
     }
 
-    /// Whether `host` is `localhost`, an IPv4 address in 127.0.0.0/8, or `::1`
-    /// (also in brackets, or as an IPv4-mapped 127.x address).
-    static func isLoopback(host rawHost: String) -> Bool {
-        var host = rawHost.lowercased()
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        if host == "localhost" || host == "localhost." { return true }
-        var v4 = in_addr()
-        if inet_pton(AF_INET, host, &v4) == 1 {
-            return UInt32(bigEndian: v4.s_addr) >> 24 == 127
-        }
-        var v6 = in6_addr()
-        if inet_pton(AF_INET6, host, &v6) == 1 {
-            let bytes = withUnsafeBytes(of: v6) { Array($0) }
-            if bytes == [UInt8](repeating: 0, count: 15) + [1] { return true }
-            if bytes.prefix(12) == ArraySlice([UInt8](repeating: 0, count: 10) + [0xFF, 0xFF]) { return bytes[12] == 127 }
-        }
-        return false
-    }
+    /// Whether `host` is loopback: `NetworkHost.isLoopback`, the one rule.
+    static func isLoopback(host: String) -> Bool { NetworkHost.isLoopback(host) }
 }
