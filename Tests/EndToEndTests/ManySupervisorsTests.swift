@@ -59,7 +59,10 @@ import Glibc
         #expect(exited.isEmpty, "\(exited.count) of \(Self.count) supervisors exited")
         #expect(serving.count == Self.count, "\(serving.count) of \(Self.count) serve")
         // Each is supervised: its children's readiness came through its own notify socket.
-        let supervised = instances.filter { SupervisorRecord.live(in: StateDirectory(path: $0.state)) != nil }.count
+        let supervised = instances.filter {
+            if case .live = SupervisorIdentity.check(in: StateDirectory(path: $0.state)) { return true }
+            return false
+        }.count
         #expect(supervised == Self.count, "\(supervised) of \(Self.count) have a live supervisor record")
         print("ManySupervisorsTests: \(Self.count) supervisors spawned in \(String(format: "%.1f", spawned)) s, all serving after \(String(format: "%.1f", elapsed)) s")
     }
