@@ -17,15 +17,6 @@ import Testing
         return directory + "/" + name
     }
 
-    func run(_ tool: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(tool) \(arguments)")
-    }
-
     @Test func readsTheDynamicSectionAndTheHardening() throws {
         let path = try sharedObject(["-Wl,-soname,libuser.so", "-Wl,-rpath,$ORIGIN/../lib", "-Wl,--enable-new-dtags", "-Wl,-z,relro,-z,now"])
         let elf = try ELFFile(path: path)

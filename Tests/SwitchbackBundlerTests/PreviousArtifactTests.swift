@@ -17,15 +17,6 @@ import Testing
         return path
     }
 
-    func run(_ tool: String, _ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: tool)
-        process.arguments = arguments
-        try process.run()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(tool) \(arguments)")
-    }
-
     /// A bundle-shaped tree: manifest, slots/current/libAppCore.so, debug/current/….debug.
     func tree(in root: String) throws {
         for folder in ["slots/current", "slots/previous", "debug/current", "lib", "bin"] {
