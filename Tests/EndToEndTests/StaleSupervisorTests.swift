@@ -28,7 +28,13 @@ import Glibc
             guard written == text.count else { return nil }
             let process = try SpawnedProcess("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"] + program,
                                              environment: environment, stderr: stderr)
-            if process.pid == pid { return process }
+            if process.pid == pid {
+                // setpriv changes the user, then execs the program: until it has, the pid runs
+                // setpriv as root, which is not the process the attack puts there.
+                let program = FileSystem.resolved(program[0])
+                let exec = waitUntil(seconds: 10) { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(pid)/exe")) == program }
+                if exec { return process }
+            }
             kill(process.pid, SIGKILL)
             process.wait()
         }
