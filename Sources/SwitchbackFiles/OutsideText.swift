@@ -30,13 +30,6 @@ public struct OutsideText: Sendable, Hashable, CustomStringConvertible {
         self.init(String(decoding: bytes, as: UTF8.self), limit: limit)
     }
 
-    /// Text already known to hold none of the refused scalars (a program's own words); trapped
-    /// otherwise, as a programmer's mistake.
-    public init(trusted: String) {
-        precondition(trusted.unicodeScalars.allSatisfy { !Self.isRefused($0) }, "OutsideText(trusted:) given a control character: \(trusted.debugDescription)")
-        text = trusted
-    }
-
     public var description: String { text }
 
     /// Whether `scalar` is one `text` never holds.
@@ -45,11 +38,6 @@ public struct OutsideText: Sendable, Hashable, CustomStringConvertible {
         case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069: return true
         default: return false
         }
-    }
-
-    /// Whether `text` would come out of `OutsideText` unchanged but for its length.
-    public static func isSafe(_ text: some StringProtocol) -> Bool {
-        !text.unicodeScalars.contains(where: isRefused)
     }
 
     /// `text` of several lines for a terminal: its LFs kept, each line made safe as
