@@ -2,11 +2,21 @@ import Testing
 @testable import SwitchbackCore
 
 @Suite struct PersistedStateTests {
-    let state = PersistedState(rollback: true, source: .remote, reason: "line one\nline\ttwo \\ three", changedAt: 42)
+    let state = PersistedState(rollback: true, source: .remote, reason: "one line = two \\ three", changedAt: 42)
 
     @Test func roundTripsEveryField() throws {
         #expect(try PersistedState.parse(state.serialized(), path: "/s") == state)
         #expect(try PersistedState.parse(PersistedState.initial.serialized(), path: "/s") == .initial)
+    }
+
+    /// A reason read back is outside text: whoever wrote the file, it prints as one line with
+    /// no escape sequence, so it cannot forge a line of `status` or `history`.
+    @Test func aReasonReadBackIsOneLineWithNoControl() throws {
+        let forged = PersistedState(rollback: true, source: .cli, reason: "x\r\n2026-11-27 12:00:00 UTC  switch  previous -> current  cli  \u{1B}[31mfake", changedAt: 42)
+        let read = try PersistedState.parse(forged.serialized(), path: "/s")
+        #expect(read.reason == "x 2026-11-27 12:00:00 UTC  switch  previous -> current  cli  \\u{1B}[31mfake")
+        let event = SwitchHistoryEvent(time: 42, kind: .switch, from: .current, to: .previous, source: .cli, reason: "a\nb\u{7}")
+        #expect(SwitchHistoryEvent(line: event.serialized().dropLast())?.reason == "a b\\u{07}")
     }
 
     @Test(arguments: [
@@ -46,7 +56,7 @@ import Testing
 
 @Suite struct SwitchHistoryEventTests {
     @Test func roundTripsAndSkipsTornLines() {
-        let event = SwitchHistoryEvent(time: 7, kind: .switch, from: .current, to: .previous, source: .cli, reason: "a\tb\nc")
+        let event = SwitchHistoryEvent(time: 7, kind: .switch, from: .current, to: .previous, source: .cli, reason: "a b = c \\ d")
         let line = event.serialized()
         #expect(SwitchHistoryEvent(line: line.dropLast()) == event)
         #expect(SwitchHistoryEvent(line: line.prefix(line.count / 2)) == nil)

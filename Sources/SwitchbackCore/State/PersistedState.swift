@@ -1,3 +1,4 @@
+import SwitchbackFiles
 /// The persisted choice: which build runs, who chose it and why. Written only by
 /// rollbackctl, an applied directive, automatic rollback and a superseding release, always
 /// with `StateStore.save`, so it is never half-written.
@@ -73,8 +74,9 @@ extension PersistedState {
         }
         if text["end"] != "ok" { throw invalid("is truncated (it has no end line)") }
         let rollback = text["rollback"].flatMap { $0 == "true" ? true : $0 == "false" ? false : nil }
-        let reason = text["reason"]
-        if let reason, reason.utf8.count > Limits.storedReasonBytes { throw invalid("has a reason longer than \(Limits.storedReasonBytes) bytes") }
+        if let reason = text["reason"], reason.utf8.count > Limits.storedReasonBytes { throw invalid("has a reason longer than \(Limits.storedReasonBytes) bytes") }
+        // The file is outside text too: a reason read back is one line, whoever wrote it.
+        let reason = text["reason"].map { OutsideText($0, limit: Limits.storedReasonBytes).text }
         var changedAt: Int64?
         if let value = text["changed_at"] {
             guard let seconds = Int64(value), ValueRange.unixTime.contains(seconds) else { throw invalid("has an invalid changed_at line (\(value.prefix(40)))") }

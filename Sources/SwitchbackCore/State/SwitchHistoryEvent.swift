@@ -1,3 +1,4 @@
+import SwitchbackFiles
 /// One line of the switch history.
 public struct SwitchHistoryEvent: Sendable, Equatable {
     /// What happened.
@@ -83,6 +84,8 @@ public struct SwitchHistoryEvent: Sendable, Equatable {
         let reason = KeyValueText.unescape(fields[6])
         // Writers cut reasons at `Limits.storedReasonBytes`: a longer one is not a line we wrote.
         guard reason.utf8.count <= Limits.storedReasonBytes else { return nil }
-        self.init(time: time, kind: kind, from: from, to: to, source: source, reason: reason.isEmpty ? nil : reason)
+        // A reason read back is one line, whoever wrote the file.
+        self.init(time: time, kind: kind, from: from, to: to, source: source,
+                  reason: reason.isEmpty ? nil : OutsideText(reason, limit: Limits.storedReasonBytes).text)
     }
 }

@@ -1,3 +1,4 @@
+import SwitchbackFiles
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -68,7 +69,8 @@ extension StateStore {
         if before.problem == nil, !before.isFirstStart, before.state.rollback == rollback, sameBuilds {
             return SwitchOutcome(changed: false, before: before, damagedFileMovedTo: movedTo, rearmed: rearmed)
         }
-        let reason = reason.map { Limits.truncated($0) }
+        // An operator's, a directive's or an app's words: one line, no control, before they are stored.
+        let reason = reason.map { Limits.truncated(OutsideText($0, limit: Limits.storedReasonBytes).text) }
         let state = PersistedState(rollback: rollback, source: source, reason: reason, changedAt: now,
                                    fromBuild: from, toBuild: to)
         if rollback && (source == .cli || source == .remote) {
