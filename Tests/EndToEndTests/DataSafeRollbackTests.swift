@@ -194,9 +194,11 @@ import Glibc
         let t = fleet.t
         let server = try LocalHTTPServer.staticFiles(root: fleet.www)
         defer { server.stop() }
-        try t.setManifestSetting("remote.url", server.url("/directive.json"))
         try Self.add(t, "old one", ["SWITCHBACK_SLOT": "previous"])
         try Self.add(t, "new two")
+        // The URL after those starts: a start leaves a detached remote check behind, which on a
+        // loaded machine could fetch the directive published next before this sync does.
+        try t.setManifestSetting("remote.url", server.url("/directive.json"))
 
         try fleet.publish("previous", serial: 1)
         let (back, _) = try fleet.sync()
