@@ -4,8 +4,10 @@ import SwitchbackCore
 import Testing
 
 /// A private copy of the bundle built by scripts/test (or $SWITCHBACK_TEST_BUNDLE), with
-/// its own state directory, so each test can break files without touching the others.
-struct TestBundle {
+/// its own state directory, so each test can break files without touching the others. The
+/// copy is removed when the last reference goes (a bundle with its debug files is 50-110 MB,
+/// and a run makes a few hundred).
+final class TestBundle: Sendable {
     /// The bundle every test copies: built before `swift test` starts (SwiftPM holds a lock
     /// on .build for the whole run, so a test must not build it).
     static let source: String = {
@@ -35,8 +37,10 @@ struct TestBundle {
         try shell("cp", "-a", source, bundle)
     }
 
+    deinit { removeTemporaryDirectory(directory) }
+
     /// A release of the two in `releases`, installed with its own state directory.
-    init(release version: String) throws {
+    convenience init(release version: String) throws {
         try self.init(copying: Self.releases + "/" + version)
     }
 
