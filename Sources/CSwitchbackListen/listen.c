@@ -12,12 +12,16 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <linux/tcp.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <time.h>
@@ -81,15 +85,37 @@ static void release_waiting_slot(void *slot) {
     if (index >= 0) __atomic_store_n(&waiting_state[index], 0, __ATOMIC_RELEASE);
 }
 
+// The connections accepted on shared sockets, by descriptor: the socket's inode, or 0. A
+// descriptor closed and reused by something else no longer has that inode, so nothing needs
+// to see `close`. Descriptors past the table's end set `untracked`: the drain then cannot
+// tell when the work ends and waits for the supervisor's SIGTERM (supervise.drain_ms).
+enum { MAX_TRACKED = 65536 };
+static ino_t tracked[MAX_TRACKED];
+static int untracked;
+/// The drain watcher's pipe: the drain signal's handler writes a byte, the watcher reads it.
+static int drain_pipe[2] = { -1, -1 };
+
+static void track_connection(int fd) {
+    struct stat status;
+    if (fd < 0 || fstat(fd, &status) != 0) return;
+    if (fd >= MAX_TRACKED) { __atomic_store_n(&untracked, 1, __ATOMIC_RELAXED); return; }
+    __atomic_store_n(&tracked[fd], status.st_ino, __ATOMIC_RELEASE);
+}
+
+/// Wakes every thread waiting in `accept` on a shared socket (async-signal-safe).
+static void kick_waiting_threads(void) {
+    if (kick_signal <= 0) return;
+    for (int i = 0; i < MAX_WAITING; i++) {
+        if (__atomic_load_n(&waiting_state[i], __ATOMIC_ACQUIRE) == 2) (void)pthread_kill(waiting_threads[i], kick_signal);
+    }
+}
+
 static void start_draining(int signal) {
     (void)signal;
     int saved = errno;
     draining = 1;
-    if (kick_signal > 0) {
-        for (int i = 0; i < MAX_WAITING; i++) {
-            if (__atomic_load_n(&waiting_state[i], __ATOMIC_ACQUIRE) == 2) (void)pthread_kill(waiting_threads[i], kick_signal);
-        }
-    }
+    if (drain_pipe[1] >= 0) { char byte = 1; (void)write(drain_pipe[1], &byte, 1); }
+    kick_waiting_threads();
     errno = saved;
 }
 
@@ -97,6 +123,106 @@ static void interrupt_accept(int signal) { (void)signal; }
 
 static struct sockaddr_un notify_address;
 static socklen_t notify_length;
+
+/// Sends one datagram to the supervisor's notify socket, if there is one.
+static void notify_supervisor(const char *text, size_t length) {
+    if (notify_length == 0) return;
+    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return;
+    (void)sendto(fd, text, length, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&notify_address, notify_length);
+    close(fd);
+}
+
+/// What a tracked connection holds. Busy: a request unread, an answer not yet acknowledged,
+/// no request yet (a client that connected just before the drain), or bytes received after the
+/// last ones sent. Idle: a keep-alive connection whose last bytes were its answer; one whose
+/// last request came within the kernel's clock tick of its answer cannot be told from one
+/// being answered, and counts as busy. Gone: closed (the descriptor is another file now).
+enum connection_state { CONNECTION_GONE, CONNECTION_IDLE, CONNECTION_BUSY };
+
+static enum connection_state connection_state(int fd, ino_t inode) {
+    struct stat status;
+    if (fstat(fd, &status) != 0 || status.st_ino != inode || !S_ISSOCK(status.st_mode)) return CONNECTION_GONE;
+    int unread = 0, unsent = 0;
+    if (ioctl(fd, SIOCINQ, &unread) != 0 || ioctl(fd, SIOCOUTQ, &unsent) != 0) return CONNECTION_BUSY;
+    if (unread > 0 || unsent > 0) return CONNECTION_BUSY;
+    struct tcp_info info;
+    socklen_t length = sizeof info;
+    memset(&info, 0, sizeof info);
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &length) != 0) return CONNECTION_BUSY;
+    // Shut down or closing on this side: nothing more will be answered on it.
+    // The kernel's TCP states (include/net/tcp_states.h): 1 established, 8 close-wait.
+    if (info.tcpi_state != 1 && info.tcpi_state != 8) return CONNECTION_IDLE;
+    if (info.tcpi_bytes_received == 0) return CONNECTION_BUSY;
+    return info.tcpi_last_data_sent < info.tcpi_last_data_recv ? CONNECTION_IDLE : CONNECTION_BUSY;
+}
+
+/// Whether no thread waits in `accept` on a shared socket (one woken by the drain may still
+/// return a connection, tracked before its slot is given back).
+static int no_thread_in_accept(void) {
+    for (int i = 0; i < MAX_WAITING; i++) if (__atomic_load_n(&waiting_state[i], __ATOMIC_ACQUIRE) != 0) return 0;
+    return 1;
+}
+
+/// The drain watcher, a thread with every signal blocked: once drained, it looks at the
+/// connections this child accepted every 2 ms and tells the supervisor `X_SWITCHBACK_IDLE=1`
+/// when none holds work, so that the stop need not wait for supervise.drain_ms.
+static void *watch_drain(void *unused) {
+    (void)unused;
+    char byte;
+    while (read(drain_pipe[0], &byte, 1) < 0 && errno == EINTR) {}
+    if (__atomic_load_n(&untracked, __ATOMIC_RELAXED)) return NULL;
+    struct timespec interval = { 0, 2000000 };
+    for (;;) {
+        // A thread that entered accept in the very instant of the drain signal missed its
+        // kick: kicked again until none waits.
+        int busy = !no_thread_in_accept();
+        if (busy) kick_waiting_threads();
+        for (int fd = 0; fd < MAX_TRACKED && !busy; fd++) {
+            ino_t inode = __atomic_load_n(&tracked[fd], __ATOMIC_ACQUIRE);
+            if (inode == 0) continue;
+            switch (connection_state(fd, inode)) {
+            case CONNECTION_GONE:
+                __atomic_compare_exchange_n(&tracked[fd], &inode, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+                break;
+            case CONNECTION_IDLE:
+                break;
+            case CONNECTION_BUSY:
+                busy = 1;
+                break;
+            }
+        }
+        if (__atomic_load_n(&untracked, __ATOMIC_RELAXED)) return NULL;
+        if (!busy) {
+            static const char idle[] = "X_SWITCHBACK_IDLE=1";
+            notify_supervisor(idle, sizeof idle - 1);
+            return NULL;
+        }
+        nanosleep(&interval, NULL);
+    }
+}
+
+/// Starts the drain watcher, with every signal blocked in it (a signal the app handles in a
+/// thread of its own must never land here). Without it the drain waits for SIGTERM.
+static void start_drain_watcher(void) {
+    if (pipe2(drain_pipe, O_CLOEXEC) != 0) { drain_pipe[0] = drain_pipe[1] = -1; return; }
+    (void)fcntl(drain_pipe[1], F_SETFL, O_NONBLOCK);
+    sigset_t all, previous;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &previous);
+    pthread_attr_t attributes;
+    pthread_attr_init(&attributes);
+    pthread_attr_setdetachstate(&attributes, PTHREAD_CREATE_DETACHED);
+    pthread_attr_setstacksize(&attributes, 64 * 1024);
+    pthread_t thread;
+    if (pthread_create(&thread, &attributes, watch_drain, NULL) != 0) {
+        close(drain_pipe[0]);
+        close(drain_pipe[1]);
+        drain_pipe[0] = drain_pipe[1] = -1;
+    }
+    pthread_attr_destroy(&attributes);
+    pthread_sigmask(SIG_SETMASK, &previous, NULL);
+}
 
 int switchback_listen_adopt(int first, int count, const char *notify_socket, int drain_signal) {
     inherited_count = 0;
@@ -130,6 +256,7 @@ int switchback_listen_adopt(int first, int count, const char *notify_socket, int
             sigemptyset(&action.sa_mask);
             if (sigaction(drain_signal + 1, &action, NULL) == 0) kick_signal = drain_signal + 1;
         }
+        if (notify_length > 0) start_drain_watcher();
         action.sa_handler = start_draining;
         action.sa_flags = SA_RESTART;
         sigemptyset(&action.sa_mask);
@@ -178,6 +305,8 @@ static int accept_shared(int fd, struct sockaddr *address, socklen_t *length, in
     if (!draining) {
         result = libc_accept(fd, address, length, flags, four);
         error = errno;
+        // Tracked before the slot is given back: the drain watcher waits for both.
+        track_connection(result);
     }
     pthread_cleanup_pop(1);
     if (result < 0 && error == EINTR && draining) return refuse_while_draining();
@@ -231,10 +360,7 @@ static void report_adoption(const struct inherited *entry) {
         snprintf(host, sizeof host, "[ipv6]");
     }
     int length = snprintf(text, sizeof text, "X_SWITCHBACK_ADOPTED=%s:%d", host, port);
-    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return;
-    (void)sendto(fd, text, (size_t)length, MSG_DONTWAIT | MSG_NOSIGNAL, (const struct sockaddr *)&notify_address, notify_length);
-    close(fd);
+    notify_supervisor(text, (size_t)length);
 }
 
 /// Whether `fd` is a TCP socket of `family` that is not bound yet: the only kind whose bind

@@ -220,8 +220,9 @@ final class NotesClient: Sendable {
         return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 
-    /// One request on a new connection.
-    static func get(port: Int, path: String) -> Response {
+    /// One request on a new connection; `whenConnected` runs once the connection is made and
+    /// before the request is sent.
+    static func get(port: Int, path: String, whenConnected: () -> Void = {}) -> Response {
         let sentAt = nowMilliseconds()
         var response = Response(sentAt: sentAt, receivedAt: sentAt)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
@@ -243,6 +244,7 @@ final class NotesClient: Sendable {
             response.receivedAt = nowMilliseconds()
             return response
         }
+        whenConnected()
         var request = "GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
         _ = request.withUTF8 { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
         var bytes: [UInt8] = []

@@ -40,6 +40,26 @@ import Testing
         #expect(machine.handle(.tick, at: Self.at(6.5)) == [.kill(pid: 100, signal: SIGKILL)])
     }
 
+    /// The launcher in the drained child says when its connections hold no work: SIGTERM then,
+    /// not at the end of supervise.drain_ms; said twice, or by a child that is not draining, it
+    /// changes nothing.
+    @Test func aDrainedChildThatSaysItIsIdleIsStoppedAtOnce() {
+        var machine = Self.serving()
+        _ = machine.handle(.switchRequested(Self.request, why: Self.why), at: Self.at(1))
+        #expect(machine.handle(.drained(pid: 100), at: Self.at(1.004)) == [.kill(pid: 100, signal: SIGTERM)])
+        #expect(machine.handle(.drained(pid: 100), at: Self.at(1.006)) == [])
+        #expect(machine.handle(.drained(pid: 555), at: Self.at(1.006)) == [])
+        // Neither the second drain signal nor a second SIGTERM follows; SIGKILL after the grace.
+        #expect(machine.handle(.tick, at: Self.at(1.5)) == [])
+        #expect(machine.handle(.tick, at: Self.at(6.004)) == [.kill(pid: 100, signal: SIGKILL)])
+    }
+
+    @Test func aServingChildThatSaysItIsIdleIsNotStopped() {
+        var machine = Self.serving()
+        #expect(machine.handle(.drained(pid: 100), at: Self.at(1)) == [])
+        #expect(machine.serving?.pid == 100)
+    }
+
     @Test func onceTheChildExitedTheDataIsConvertedThenTheTargetStarts() {
         var machine = Self.serving()
         _ = machine.handle(.switchRequested(Self.request, why: Self.why), at: Self.at(1))

@@ -22,16 +22,9 @@ sys.dont_write_bytecode = True  # no __pycache__ in scripts/lib
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 from http_probe import request, version_key
 from interleave import interval
+from supervised import free_port, supervisor_fields
 
 USAGE = "usage: live-switch.py --bundle DIR --work DIR [--switches N] [--target-ms 100]"
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def answering_version(port):
@@ -90,14 +83,6 @@ class StateWatch:
                 if name == b"state":
                     return time.monotonic_ns()
         sys.exit(f"live-switch: the state file was not replaced within {timeout:.0f} s")
-
-
-def supervisor_fields(state):
-    try:
-        with open(os.path.join(state, "supervisor")) as f:
-            return dict(line.strip().split("=", 1) for line in f if "=" in line)
-    except OSError:
-        return {}
 
 
 def wait_for_candidate(state, timeout=10.0):

@@ -14,8 +14,16 @@
 /// pool before it tells it to stop, so that no connection is accepted and then dropped
 /// unread by a graceful shutdown. A thread already blocked in `accept` on one of them is
 /// woken by `drain_signal + 1` (installed here without SA_RESTART; a thread it reaches
-/// elsewhere sees nothing) and gets EAGAIN too. Call once, before the app runs. Returns how
-/// many were recorded.
+/// elsewhere sees nothing) and gets EAGAIN too.
+///
+/// The drain ends when the work ends: `accept` and `accept4` on a shared socket record each
+/// connection they return (its descriptor and inode), and a thread started here with every
+/// signal blocked wakes at the drain signal, looks at those connections every 2 ms, and sends
+/// `X_SWITCHBACK_IDLE=1` to `notify_socket` once no thread waits in `accept` and none of them
+/// holds work: closed, or a keep-alive connection whose last bytes were its answer (nothing
+/// unread, nothing unacknowledged, something received and sent after). The supervisor then
+/// sends SIGTERM at once; supervise.drain_ms stays the bound. Call once, before the app runs.
+/// Returns how many were recorded.
 int switchback_listen_adopt(int first, int count, const char *notify_socket, int drain_signal);
 
 /// `listen` on a shared socket (inherited, or handed over by `bind`) returns 0 and leaves the

@@ -304,6 +304,8 @@ public final class Supervisor {
                     send(.watchdogPing(pid: message.pid))
                 case "X_SWITCHBACK_ADOPTED":
                     send(.adoptedSocket(pid: message.pid))
+                case "X_SWITCHBACK_IDLE" where value == "1":
+                    send(.drained(pid: message.pid))
                 case "X_SWITCHBACK_FAILURES":
                     if let count = Int(value), count >= 0 { send(.appFailures(pid: message.pid, count: count)) }
                 case "X_SWITCHBACK_BAD":

@@ -92,6 +92,16 @@ extension SupervisorMachine {
 
     // MARK: Timers
 
+    /// A draining child said its accepted connections hold no work: it gets SIGTERM now rather
+    /// than at the end of supervise.drain_ms, which stays the bound for one that never says so.
+    mutating func drainEnded(pid: pid_t, now moment: Moment) -> [Action] {
+        guard let index = draining.firstIndex(where: { $0.pid == pid }), draining[index].terminateAt != nil else { return [] }
+        draining[index].terminateAt = nil
+        draining[index].drainAgainAt = nil
+        draining[index].killAt = moment.monotonic + Double(settings.graceMilliseconds) / 1000
+        return [.kill(pid: pid, signal: SIGTERM)]
+    }
+
     mutating func tick(now moment: Moment) -> [Action] {
         let now = moment.monotonic
         var actions: [Action] = []

@@ -103,6 +103,9 @@ struct SupervisorMachine {
         case watchdogPing(pid: pid_t)
         /// sd_notify: `X_SWITCHBACK_ADOPTED=1`, the child holds an inherited listening socket.
         case adoptedSocket(pid: pid_t)
+        /// sd_notify: `X_SWITCHBACK_IDLE=1`, from the launcher in a draining child: none of the
+        /// connections it accepted holds work any more (CSwitchbackListen's drain watcher).
+        case drained(pid: pid_t)
         /// The builds the health file calls good, read again because it changed.
         case goodBuilds(Set<String>)
         /// The readiness probe of a child finished.
@@ -361,6 +364,8 @@ struct SupervisorMachine {
         case .adoptedSocket(let pid):
             update(pid) { $0.hasAdoptedSocket = true }
             return []
+        case .drained(let pid):
+            return drainEnded(pid: pid, now: now)
         case .goodBuilds(let good):
             for child in [serving, candidate].compactMap({ $0 }) {
                 guard child.phase == .starting, child.stop == nil, child.readySignal == nil, let build = child.build,
