@@ -198,7 +198,8 @@ import Glibc
         defer { app.stop() }
         try #require(waitUntil(seconds: 30) { NotesClient.get(port: port, path: "/notes").version == "1.2.0" }, "\(app.stderr)")
         let child = try #require(app.record?.childPID)
-        try t.deploy(try Self.staged("1.3.0", port: port).bundle)
+        let next = try Self.staged("1.3.0", port: port)
+        try t.deploy(next.bundle)
         // Three times the default check's settle: a supervisor that looked would have switched.
         sleep(6)
         #expect(!app.stderr.contains("was installed at the bundle's path"), "\(app.stderr)")
