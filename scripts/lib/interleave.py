@@ -2,10 +2,11 @@
 """Interleaved comparisons for scripts/bench: every side once per iteration, hundreds of
 iterations, medians with 95% intervals.
 
-Each spec is "name|command A|command B (or empty)|targets[|VAR=value;VAR=value]"; the last
-field sets environment variables for that comparison. Targets are a comma list of
-ratio<=X (median of the per-iteration ratios A/B), added_ms<=X (median of the per-iteration
-differences A-B) and median_ms<=X (median of A).
+Each spec is "name|command A|command B (or empty)|targets[|VAR=value;VAR=value[|VAR=value]]";
+the fifth field sets environment variables for that comparison, a sixth for B alone. Targets
+are a comma list of ratio<=X (median of the per-iteration ratios A/B), ratio_low<=X (the lower
+end of that median's 95% interval: ratio_low<=1 holds unless A is measurably slower than B),
+added_ms<=X (median of the per-iteration differences A-B) and median_ms<=X (median of A).
 
 An iteration runs A and B once each, back to back, the order swapped every iteration, so
 the drift of a shared machine (other jobs, frequency changes) hits both sides of one
@@ -47,16 +48,21 @@ def main():
         for assignment in filter(None, (extra[0] if extra else "").split(";")):
             key, value = assignment.split("=", 1)
             env[key] = value
+        # A sixth field: assignments for B only (over the fifth's).
+        env_b = dict(env)
+        for assignment in filter(None, (extra[1] if len(extra) > 1 else "").split(";")):
+            key, value = assignment.split("=", 1)
+            env_b[key] = value
         argv_a, argv_b = shlex.split(cmd_a), shlex.split(cmd_b) if cmd_b else None
         for _ in range(a.warmup):
             run(argv_a, env, devnull)
-            if argv_b: run(argv_b, env, devnull)
+            if argv_b: run(argv_b, env_b, devnull)
         times_a, times_b, ratios, added = [], [], [], []
         for i in range(a.iterations):
             if argv_b and i % 2:
-                tb = run(argv_b, env, devnull); ta = run(argv_a, env, devnull)
+                tb = run(argv_b, env_b, devnull); ta = run(argv_a, env, devnull)
             else:
-                ta = run(argv_a, env, devnull); tb = run(argv_b, env, devnull) if argv_b else None
+                ta = run(argv_a, env, devnull); tb = run(argv_b, env_b, devnull) if argv_b else None
             times_a.append(ta)
             if tb is not None:
                 times_b.append(tb); ratios.append(ta / tb); added.append(ta - tb)
@@ -64,6 +70,8 @@ def main():
         if argv_b:
             row.update(b_ms=statistics.median(times_b), ratio=statistics.median(ratios), ratio_ci=interval(ratios),
                        added_ms=statistics.median(added), added_ci=interval(added))
+            # The ratio interval's lower end: at most 1 when A is not measurably slower than B.
+            row["ratio_low"] = row["ratio_ci"][0]
         verdicts = []
         for target in filter(None, targets.split(",")):
             key, limit = target.split("<=")

@@ -24,11 +24,44 @@ struct Assembler {
 
     /// Copies `source` to `relative` in the stage with `mode`.
     func install(_ source: String, as relative: String, mode: mode_t) throws(BundlerError) {
-        let target = stage + "/" + relative
-        do { try FileManager.default.copyItem(atPath: source, toPath: target) } catch {
-            throw BundlerError(.output, "Cannot copy \(source) into the bundle: \(error.localizedDescription).", path: source)
+        try Self.copyContents(of: source, to: stage + "/" + relative, mode: mode)
+    }
+
+    /// Writes a copy of `source` at `target` (replacing it) with `mode`, in writes of up to
+    /// 64 MiB. How a file is written decides how the page cache holds it until it is evicted:
+    /// FileManager's copy (small writes) and llvm-objcopy (a mapped output file) leave it in
+    /// 4 KiB pages, one large write in large folios, as `cp` does. The dynamic loader maps the
+    /// bundle's libraries with fewer faults from large folios: a bundle started where the
+    /// bundler wrote it took 13-16% longer to start than a `cp -a` of it (issue 38).
+    static func copyContents(of source: String, to target: String, mode: mode_t) throws(BundlerError) {
+        func failure(_ what: String, _ path: String) -> BundlerError {
+            BundlerError(.output, "Cannot copy \(source) into the bundle: \(what) \(path): \(String(cString: strerror(errno))).", path: path)
         }
-        chmod(target, mode)
+        let input = open(source, O_RDONLY | O_CLOEXEC)
+        guard input >= 0 else { throw failure("cannot open", source) }
+        defer { close(input) }
+        var info = stat()
+        guard fstat(input, &info) == 0 else { throw failure("cannot read", source) }
+        unlink(target)
+        let output = open(target, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard output >= 0 else { throw failure("cannot create", target) }
+        defer { close(output) }
+        let chunk = 64 << 20
+        var buffer = [UInt8](repeating: 0, count: min(max(Int(info.st_size), 1), chunk))
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(input, $0.baseAddress, $0.count) }
+            if count < 0 && errno == EINTR { continue }
+            guard count >= 0 else { throw failure("cannot read", source) }
+            if count == 0 { break }
+            var written = 0
+            while written < count {
+                let result = buffer.withUnsafeBytes { Glibc.write(output, $0.baseAddress! + written, count - written) }
+                if result < 0 && errno == EINTR { continue }
+                guard result > 0 else { throw failure("cannot write", target) }
+                written += result
+            }
+        }
+        fchmod(output, mode)
     }
 
     /// Installs an ELF file without its symbol table and debug information (`llvm-objcopy
@@ -36,11 +69,14 @@ struct Assembler {
     /// BIND_NOW and the dynamic symbols stay as linked), and with `removing` sections too.
     func installStripped(_ source: String, as relative: String, mode: mode_t, removing: [String] = []) throws(BundlerError) {
         let target = stage + "/" + relative
-        let stripped = try Command(toolchain.objcopy, ["--strip-all"] + removing.map { "--remove-section=" + $0 } + [source, target]).run()
+        // Through a file of its own, copied: llvm-objcopy writes through a mapping (see copyContents).
+        let mapped = target + ".objcopy"
+        defer { unlink(mapped) }
+        let stripped = try Command(toolchain.objcopy, ["--strip-all"] + removing.map { "--remove-section=" + $0 } + [source, mapped]).run()
         guard stripped.status == 0 else {
             throw BundlerError(.tool, "llvm-objcopy could not strip \(source): \(stripped.output.lastLines(3))", path: source)
         }
-        chmod(target, mode)
+        try Self.copyContents(of: mapped, to: target, mode: mode)
     }
 
     /// Installs a built program, stripped; the full file goes to `debug/bin/`.
