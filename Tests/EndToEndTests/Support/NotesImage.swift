@@ -40,9 +40,12 @@ struct NotesImage: Sendable {
         }
     }
 
+    /// The copy `bundle` and `directory` are in, kept for the run (it is removed with it).
+    private let copy: TestBundle
+
     private init() throws {
         base = try Podman.baseImage("SWITCHBACK_TEST_IMAGE", made: "--image")
-        let copy = try TestBundle()
+        copy = try TestBundle()
         bundle = copy.bundle
         directory = copy.directory
         current = try copy.manifestValue("current.version")
