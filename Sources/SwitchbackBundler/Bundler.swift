@@ -43,13 +43,14 @@ public struct Bundler {
         let isSample = appRoot == switchbackRoot
         let work = appRoot + "/.build-switchback"
         let out = options.out.map { URL(fileURLWithPath: $0, relativeTo: URL(fileURLWithPath: fileManager.currentDirectoryPath)).standardizedFileURL.path } ?? appRoot + "/dist"
-        let toolchain = try Toolchain.find()
         try? fileManager.createDirectory(atPath: work + "/logs", withIntermediateDirectories: true)
+        let toolchain = try Toolchain.find(record: work + "/toolchain.record")
 
         // The product, the app id, the version.
         let product: String
         if let named = options.product { product = named } else if isSample { product = "AppCore" } else {
-            let products = try AppPackage(directory: appRoot).dynamicLibraryProducts(toolchain: toolchain, scratch: work + "/current")
+            let products = try AppPackage(directory: appRoot).dynamicLibraryProducts(toolchain: toolchain, scratch: work + "/current",
+                                                                                     record: work + "/products.record")
             guard products.count == 1 else {
                 throw products.isEmpty
                     ? BundlerError(.package, "\(appRoot) declares no dynamic library product; add .library(name: \"MyApp\", type: .dynamic, targets: [...]) (docs/adopting.md).")
@@ -187,7 +188,7 @@ public struct Bundler {
 
         // 3. Assemble in a temporary directory beside the output, then swap it in.
         let stage = out + ".tmp-\(getpid())"
-        let assembler = Assembler(stage: stage, toolchain: toolchain)
+        let assembler = Assembler(stage: stage, toolchain: toolchain, cache: work + "/prepared")
         defer { try? fileManager.removeItem(atPath: stage) }
         try assembler.prepare()
         try assembler.installProgram(launcherBin + "/launcher", named: "launcher")
@@ -196,13 +197,16 @@ public struct Bundler {
         try assembler.installSlot(built: currentLibrary, slot: "current", strip: !options.keepDebugInfo)
         if let artifact {
             try assembler.install(artifact.slot, as: "slots/previous/libAppCore.so", mode: 0o644)
-            if let debug = artifact.debugSlot { try assembler.install(debug, as: "debug/previous/libAppCore.so.debug", mode: 0o644) }
+            if let debug = artifact.debugSlot {
+                try assembler.installPrepared(debug, as: "debug/previous/libAppCore.so.debug", mode: 0o644, stripped: false)
+            }
         } else {
             try assembler.installSlot(built: previousLibrary, slot: "previous", strip: !options.keepDebugInfo)
         }
         let shipped = try ["bin/launcher", "bin/rollbackctl", "bin/rollbackctl-remote", "slots/current/libAppCore.so", "slots/previous/libAppCore.so"]
             .map { (file) throws(BundlerError) in try ELFFile(path: stage + "/" + file) }
-        let plan = try LibraryPlan.make(for: shipped, toolchain: toolchain, dlopened: Self.dlopened)
+        let plan = try LibraryPlan.make(for: shipped, toolchain: toolchain, dlopened: Self.dlopened,
+                                        packages: PackageIndex(record: work + "/packages.record"))
         let libraries = try assembler.installLibraries(plan, cache: work + "/lib-cache")
         for slot in ["current", "previous"] {
             say("\(slot) slot: \(assembler.size(of: "slots/\(slot)/libAppCore.so")) bytes shipped")

@@ -6,6 +6,11 @@ import SwitchbackCore
 struct Assembler {
     var stage: String
     var toolchain: Toolchain
+    /// Where files made from build outputs that rarely change (the programs, stripped and as
+    /// debug copies; the previous artifact's debug copy) are kept between releases, each with
+    /// a record of the file it was made from (path, size, time, inode): a release links them
+    /// into the stage instead of stripping and copying 30 MB again. Nil: made every time.
+    var cache: String? = nil
 
     func prepare() throws(BundlerError) {
         try? FileManager.default.removeItem(atPath: stage)
@@ -81,8 +86,39 @@ struct Assembler {
 
     /// Installs a built program, stripped; the full file goes to `debug/bin/`.
     func installProgram(_ built: String, named name: String) throws(BundlerError) {
-        try install(built, as: "debug/bin/\(name).debug", mode: 0o644)
-        try installStripped(built, as: "bin/\(name)", mode: 0o755)
+        try installPrepared(built, as: "debug/bin/\(name).debug", mode: 0o644, stripped: false)
+        try installPrepared(built, as: "bin/\(name)", mode: 0o755, stripped: true)
+    }
+
+    /// Installs `source` (stripped, or as it is) at `relative` through the cache: made there
+    /// once per version of `source`, then hard-linked into the stage (copied where the two
+    /// are on different file systems). The cache's copy is written as `copyContents` writes.
+    func installPrepared(_ source: String, as relative: String, mode: mode_t, stripped: Bool) throws(BundlerError) {
+        guard let cache else {
+            return stripped ? try installStripped(source, as: relative, mode: mode) : try install(source, as: relative, mode: mode)
+        }
+        try? FileManager.default.createDirectory(atPath: cache, withIntermediateDirectories: true)
+        let prepared = cache + "/" + relative.replacingOccurrences(of: "/", with: "%")
+        let record = prepared + ".record"
+        let key = "\(stripped ? "stripped by \(toolchain.objcopy)" : "copied") from " + Remembered.identity(of: source)
+        if (try? String(contentsOfFile: record, encoding: .utf8)) != key || !FileManager.default.fileExists(atPath: prepared) {
+            unlink(record)
+            if stripped {
+                try Assembler(stage: cache, toolchain: toolchain).installStripped(source, as: prepared.dropFirst(cache.count + 1).description, mode: mode)
+            } else {
+                try Self.copyContents(of: source, to: prepared, mode: mode)
+            }
+            try? key.write(toFile: record, atomically: true, encoding: .utf8)
+        }
+        try place(prepared, as: relative, mode: mode)
+    }
+
+    /// Puts `prepared` at `relative` in the stage by a hard link, or a copy across file systems.
+    func place(_ prepared: String, as relative: String, mode: mode_t) throws(BundlerError) {
+        let target = stage + "/" + relative
+        unlink(target)
+        if link(prepared, target) != 0 { try Self.copyContents(of: prepared, to: target, mode: mode) }
+        chmod(target, mode)
     }
 
     /// Installs a built slot: the full file in `debug/`, a copy without debug information or
@@ -113,7 +149,7 @@ struct Assembler {
             let prepared = cache + "/" + library.name, record = prepared + ".record"
             let remembered = (try? String(contentsOfFile: record, encoding: .utf8))?.split(separator: "\n").map(String.init)
             if let remembered, remembered.count == 2, remembered[0] == key, FileManager.default.fileExists(atPath: prepared) {
-                try install(prepared, as: relative, mode: 0o644)
+                try place(prepared, as: relative, mode: 0o644)
                 records.append((library.name, size(of: relative), remembered[1]))
                 continue
             }
@@ -123,7 +159,7 @@ struct Assembler {
             do { digest = try FileDigest.hexDigest(ofFile: stage + "/" + relative) } catch { throw BundlerError(.output, error.message) }
             records.append((library.name, size(of: relative), digest))
             try? FileManager.default.removeItem(atPath: prepared)
-            if (try? FileManager.default.copyItem(atPath: stage + "/" + relative, toPath: prepared)) != nil {
+            if (try? Self.copyContents(of: stage + "/" + relative, to: prepared, mode: 0o644)) != nil {
                 try? (key + "\n" + digest).write(toFile: record, atomically: true, encoding: .utf8)
             }
         }

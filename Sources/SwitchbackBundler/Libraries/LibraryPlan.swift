@@ -73,7 +73,8 @@ public struct LibraryPlan: Sendable {
             visited.insert(name)
             hostNames.append(name)
         }
-        plan.host = hostNames.map { Host(name: $0, package: packages.package(providing: $0) ?? "unknown") }
+        let providers = packages.packages(providing: hostNames)
+        plan.host = hostNames.map { Host(name: $0, package: providers[$0] ?? "unknown") }
         plan.dependencies = plan.dependencies.mapValues { $0.filter { name in plan.bundled.contains { $0.name == name } } }
         return plan
     }
@@ -93,23 +94,51 @@ public struct LibraryPlan: Sendable {
 }
 
 /// Which Debian package provides a file, read from dpkg's own lists
-/// (`/var/lib/dpkg/info/*.list`), without running dpkg.
+/// (`/var/lib/dpkg/info/*.list`), without running dpkg. With `record`, the answer for a set
+/// of names is remembered while dpkg's status file is unchanged (dpkg rewrites it at every
+/// install or removal): reading every list took half a second of every release.
 public struct PackageIndex: Sendable {
     public var infoDirectory: String
+    public var record: String?
 
-    public init(infoDirectory: String = "/var/lib/dpkg/info") { self.infoDirectory = infoDirectory }
+    public init(infoDirectory: String = "/var/lib/dpkg/info", record: String? = nil) {
+        self.infoDirectory = infoDirectory
+        self.record = record
+    }
 
     /// The package whose files include `name` in one of the system's library directories.
-    public func package(providing name: String) -> String? {
-        guard let lists = try? FileManager.default.contentsOfDirectory(atPath: infoDirectory) else { return nil }
-        let suffixes = LibraryPlan.systemDirectories.map { $0 + "/" + name }
-        for list in lists.sorted() where list.hasSuffix(".list") {
-            guard let text = try? String(contentsOfFile: infoDirectory + "/" + list, encoding: .utf8) else { continue }
-            for line in text.split(separator: "\n") where suffixes.contains(where: { line == $0 }) {
-                let package = list.dropLast(".list".count)
-                return String(package.split(separator: ":").first ?? package)
+    public func package(providing name: String) -> String? { packages(providing: [name])[name] }
+
+    /// For each of `names`, the package that provides it, found in one pass over the lists.
+    public func packages(providing names: [String]) -> [String: String] {
+        guard !names.isEmpty else { return [:] }
+        func scan() -> String {
+            guard let lists = try? FileManager.default.contentsOfDirectory(atPath: infoDirectory) else { return "" }
+            var wanted: [String: String] = [:]
+            for name in names { for directory in LibraryPlan.systemDirectories { wanted[directory + "/" + name] = name } }
+            var found: [String: String] = [:]
+            for list in lists.sorted() where list.hasSuffix(".list") && found.count < names.count {
+                guard let text = try? String(contentsOfFile: infoDirectory + "/" + list, encoding: .utf8) else { continue }
+                for line in text.split(separator: "\n") {
+                    guard let name = wanted[String(line)], found[name] == nil else { continue }
+                    let package = list.dropLast(".list".count)
+                    found[name] = String(package.split(separator: ":").first ?? package)
+                }
             }
+            return found.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: "\n")
         }
-        return nil
+        let answer: String
+        if let record {
+            let key = "packages \(names.sorted().joined(separator: ",")) " + Remembered.identity(of: infoDirectory + "/../status")
+            answer = (try? Remembered.answer(at: record, key: key) { () throws(BundlerError) in scan() }) ?? scan()
+        } else {
+            answer = scan()
+        }
+        var found: [String: String] = [:]
+        for line in answer.split(separator: "\n") {
+            let parts = line.split(separator: " ", maxSplits: 1).map(String.init)
+            if parts.count == 2 { found[parts[0]] = parts[1] }
+        }
+        return found
     }
 }
