@@ -102,7 +102,13 @@ import Glibc
         // The wait itself is at most 30 s; the rest is the sync starting on a loaded machine.
         #expect(requests.allSatisfy { $0 <= 45 }, "every first check within its window: \(requests)")
         for i in 1...count {
-            let remote = (try? String(contentsOfFile: "\(t.directory)/installs/\(i)/remote", encoding: .utf8)) ?? ""
+            // The sync records the serial it accepted just after the state it applied: looked
+            // for until it is there (one run read install 5's record in between).
+            var remote = ""
+            _ = waitUntil(seconds: 10) {
+                remote = (try? String(contentsOfFile: "\(t.directory)/installs/\(i)/remote", encoding: .utf8)) ?? ""
+                return remote.contains("accepted_serial=1\n")
+            }
             #expect(remote.contains("accepted_serial=1\n"), "install \(i): \(remote)")
             // The next check: after the window's end, at most an interval after it.
             let marker = "\(t.directory)/installs/\(i)/remote.attempt"

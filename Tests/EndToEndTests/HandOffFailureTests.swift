@@ -44,6 +44,27 @@ import Glibc
         }
     }
 
+    /// A connection the serving child accepted and that sends nothing: the drain waits for its
+    /// request (DrainTests), so the switch is held for supervise.drain_ms, as these tests need.
+    final class HeldConnection {
+        let fd: Int32
+
+        init(port: Int) throws {
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            try #require(connected == 0, "connect: \(String(cString: strerror(errno)))")
+            usleep(300_000)  // the serving child's acceptor takes it at once
+        }
+
+        deinit { close(fd) }
+    }
+
     @Test func aRollbackThatAStoppedSupervisorNeverTakesChangesNothingAndSaysSo() throws {
         // A supervisor that does not take the request is not waited on beyond 15 s.
         let (t, port, app) = try LiveSwitchDataTests.server(["supervise.drain_ms": "100", "supervise.grace_ms": "100"])
@@ -72,12 +93,15 @@ import Glibc
     }
 
     @Test func aSupervisorThatTookTheSwitchAndStopsAnsweringIsReportedAfterTheWait() throws {
-        // The drain holds the switch between the take and the answer for 2 s.
-        let (t, _, app) = try LiveSwitchDataTests.server(["supervise.drain_ms": "2000", "supervise.grace_ms": "100"])
+        // The drain holds the switch between the take and the answer for 2 s (a connection
+        // waits for its request).
+        let (t, port, app) = try LiveSwitchDataTests.server(["supervise.drain_ms": "2000", "supervise.grace_ms": "100"])
         defer {
             kill(app.pid, SIGCONT)
             app.stop()
         }
+        let held = try HeldConnection(port: port)
+        defer { withExtendedLifetime(held) {} }
         let rollback = Rollback(t)
         try #require(app.wait(upTo: 20) { app.record?.pause != nil }, "the supervisor never began the switch: \(app.stderr)")
         #expect(kill(app.pid, SIGSTOP) == 0)
@@ -95,10 +119,13 @@ import Glibc
     }
 
     @Test func aSupervisorKilledAfterItTookTheSwitchLeavesTheSwitchToTheCaller() throws {
-        // A long drain: the supervisor holds the switch for 30 s before it converts anything.
-        let (t, _, app) = try LiveSwitchDataTests.server(["supervise.drain_ms": "30000", "supervise.grace_ms": "100"])
+        // A long drain: the supervisor holds the switch for 30 s before it converts anything
+        // (a connection waits for its request).
+        let (t, port, app) = try LiveSwitchDataTests.server(["supervise.drain_ms": "30000", "supervise.grace_ms": "100"])
         defer { app.stop() }
         let child = try #require(app.record?.childPID)
+        let held = try HeldConnection(port: port)
+        defer { withExtendedLifetime(held) {} }
         let rollback = Rollback(t)
         try #require(app.wait(upTo: 20) { app.record?.pause != nil }, "the supervisor never began the switch: \(app.stderr)")
         #expect(kill(app.pid, SIGKILL) == 0)
@@ -123,6 +150,7 @@ import Glibc
         let (t, port, first) = try LiveSwitchDataTests.server(["supervise.drain_ms": "30000", "supervise.grace_ms": "100"])
         defer { first.stop() }
         let child = try #require(first.record?.childPID)
+        var held: HeldConnection? = try HeldConnection(port: port)
         let rollback = Rollback(t)
         try #require(first.wait(upTo: 20) { first.record?.pause != nil }, "the supervisor never began the switch: \(first.stderr)")
         // The command stopped, the supervisor killed and started again (as a service manager
@@ -134,6 +162,7 @@ import Glibc
         defer { kill(command, SIGCONT) }
         #expect(kill(first.pid, SIGKILL) == 0)
         #expect(waitUntil(seconds: 10) { !isAlive(child) })
+        if held != nil { held = nil }  // closed: the new supervisor's child must not wait for it
         try t.setManifestSetting("supervise.drain_ms", "100")
         let second = try SupervisedLauncher(t, ["serve", "--http", "127.0.0.1:\(port)"])
         defer { second.stop() }

@@ -3,8 +3,9 @@ http-poller.py and live-switch.py share (and Tests/EndToEndTests/Support/HTTPPol
 does the same in Swift). Python 3 standard library only.
 
     kind, detail = request(port, "/", timeout=2.0)
+    kind, detail = request(port, "/notes", 2.0, method="POST", body=b"text", ok=(201,))
 
-kind is one of KINDS: "ok" (a whole HTTP 200; detail is the body as text), "refused"
+kind is one of KINDS: "ok" (a whole HTTP 200, or a status of `ok`; detail is the body as text), "refused"
 (ECONNREFUSED), "reset" (ECONNRESET, EPIPE, or end-of-file before a whole response),
 "timed_out" (connecting, sending or receiving outlived `timeout`, which bounds the whole
 request), "http_error" (a whole response that is not 200; detail is the status) or "other"
@@ -14,9 +15,11 @@ import re, socket, time
 
 KINDS = ("ok", "refused", "reset", "timed_out", "http_error", "other")
 
-def request(port, path, timeout):
+def request(port, path, timeout, method="GET", body=b"", ok=(200,)):
+    """`method` with `body` (POST: Content-Length sent); `ok`, the statuses that are "ok"."""
     deadline = time.monotonic() + timeout
-    message = f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+    length = f"Content-Length: {len(body)}\r\n" if method != "GET" else ""
+    message = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n{length}Connection: close\r\n\r\n".encode() + body
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     try:
         s.settimeout(timeout)
@@ -32,7 +35,7 @@ def request(port, path, timeout):
             data += chunk
             state, status, body = parse(data, at_eof=not chunk)
             if state == "complete":
-                if status == 200:
+                if status in ok:
                     return "ok", body.decode("utf-8", "replace")
                 return "http_error", status
             if state == "malformed":

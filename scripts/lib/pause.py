@@ -2,6 +2,7 @@
 """OVERVIEW: How long a stop-first switch pauses a served app, under load, beside start-first.
 
 USAGE: pause.py --stop-first BUNDLE --start-first BUNDLE --work DIR [--rounds N] [--target-ms 100]
+                [--app sample|notes-server]
 
 --stop-first is a bundle whose switches must convert the data (the release fixture's
 1.2.0-after-1.1.9: notes-v2 both ways), --start-first one whose switches need not (1.3.0 over
@@ -12,7 +13,10 @@ rollforward), the bundles' order swapped every round. For each switch: the pause
 supervisor recorded (stop-first), the slowest answer to a request sent from the command
 until the supervisor has settled, refused and failed requests, and the kernel's
 ListenOverflows (TcpExt, /proc/net/netstat) across it. At the end every note a client added
-must be listed. Prints the medians with 95% intervals; exits 1 when the stop-first pause's
+must be listed. --app notes-server: the bundles are Examples/NotesServer's (`serve --port P`;
+a note is POST /notes, answered 201), made as docs/benchmarks.md says (a release whose
+migration step 1.0.0 cannot read, over release 1.0.0). Prints the medians with 95% intervals;
+exits 1 when the stop-first pause's
 median is over --target-ms, a slowest answer is over its switch's pause + 100 ms, a request
 was refused or failed, the queue overflowed, or a note is missing.
 """
@@ -23,7 +27,15 @@ from http_probe import request
 from interleave import interval
 from supervised import free_port, supervisor_fields
 
-USAGE = "usage: pause.py --stop-first BUNDLE --start-first BUNDLE --work DIR [--rounds N] [--target-ms 100]"
+USAGE = "usage: pause.py --stop-first BUNDLE --start-first BUNDLE --work DIR [--rounds N] [--target-ms 100] [--app sample|notes-server]"
+
+# How each app serves, adds a note and lists them.
+APPS = {
+    "sample": {"serve": lambda port: ["serve", "--http", f"127.0.0.1:{port}"],
+               "add": lambda port, text: request(port, f"/notes/add?text={text}", 10.0)},
+    "notes-server": {"serve": lambda port: ["serve", "--port", str(port)],
+                     "add": lambda port, text: request(port, "/notes", 10.0, method="POST", body=text.encode(), ok=(201,))},
+}
 
 
 def listen_overflows():
@@ -38,8 +50,8 @@ def listen_overflows():
 class Client:
     """A request every 3 ms on a new connection: /notes/add?text=..., then /notes, in turn."""
 
-    def __init__(self, port, name):
-        self.port, self.name = port, name
+    def __init__(self, port, name, app):
+        self.port, self.name, self.app = port, name, app
         self.records, self.added = [], []
         self.stopped = False
         self.thread = threading.Thread(target=self.run, daemon=True)
@@ -49,9 +61,8 @@ class Client:
         index = 0
         while not self.stopped:
             text = f"{self.name}-{index}"
-            path = f"/notes/add?text={text}" if index % 2 == 0 else "/notes"
             sent = time.monotonic_ns()
-            kind, detail = request(self.port, path, 10.0)
+            kind, detail = APPS[self.app]["add"](self.port, text) if index % 2 == 0 else request(self.port, "/notes", 10.0)
             self.records.append((sent, time.monotonic_ns(), kind, detail))
             if kind == "ok" and index % 2 == 0:
                 self.added.append(text)
@@ -66,7 +77,7 @@ class Client:
 class Served:
     """A copy of a bundle supervised on a port of its own, with its client."""
 
-    def __init__(self, source, work, name):
+    def __init__(self, source, work, name, app):
         self.name = name
         self.bundle = os.path.join(work, name, "bundle")
         self.state = os.path.join(work, name, "state")
@@ -77,11 +88,11 @@ class Served:
             f.write(f"supervise=true\nsupervise.listen=127.0.0.1:{self.port}\n")
         self.env = dict(os.environ, SWITCHBACK_STATE_DIR=self.state, SWITCHBACK_SUPERVISE="1")
         self.log = open(os.path.join(work, name, "supervisor.err"), "w")
-        self.process = subprocess.Popen([os.path.join(self.bundle, "bin/launcher"), "serve", "--http", f"127.0.0.1:{self.port}"],
+        self.process = subprocess.Popen([os.path.join(self.bundle, "bin/launcher")] + APPS[app]["serve"](self.port),
                                         env=self.env, stdout=subprocess.DEVNULL, stderr=self.log)
         self.slot = "current"
         self.wait_settled()
-        self.client = Client(self.port, name)
+        self.client = Client(self.port, name, app)
 
     def wait_settled(self, timeout=60.0):
         deadline = time.monotonic() + timeout
@@ -128,12 +139,13 @@ class Served:
 
 def main():
     args = sys.argv[1:]
-    options = {"--rounds": "10", "--target-ms": "100"}
+    options = {"--rounds": "10", "--target-ms": "100", "--app": "sample"}
     while args:
         if args[0] in ("-h", "--help"):
             print(__doc__.strip())
             return
-        if len(args) < 2 or args[0] not in ("--stop-first", "--start-first", "--work", "--rounds", "--target-ms"):
+        if len(args) < 2 or args[0] not in ("--stop-first", "--start-first", "--work", "--rounds", "--target-ms", "--app") \
+                or (args[0] == "--app" and args[1] not in APPS):
             print(f"Error: unexpected '{args[0]}'.\n{USAGE}", file=sys.stderr)
             sys.exit(64)
         options[args[0]] = args[1]
@@ -144,8 +156,9 @@ def main():
     work, rounds, target = options["--work"], int(options["--rounds"]), float(options["--target-ms"])
     subprocess.run(["rm", "-rf", work], check=True)
     os.makedirs(work)
-    served = {"stop-first": Served(options["--stop-first"], work, "stop-first"),
-              "start-first": Served(options["--start-first"], work, "start-first")}
+    app = options["--app"]
+    served = {"stop-first": Served(options["--stop-first"], work, "stop-first", app),
+              "start-first": Served(options["--start-first"], work, "start-first", app)}
     switches = {name: [] for name in served}
     try:
         for index in range(rounds):
