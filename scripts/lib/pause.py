@@ -167,7 +167,8 @@ def main():
                 for _ in range(2):
                     outcome = served[name].switch()
                     switches[name].append(outcome)
-                    print(f"pause: {name} {outcome['command']}: path {outcome['path']}, paused {outcome['paused_ms']} ms, "
+                    paused = f"path {outcome['path']}, paused {outcome['paused_ms']} ms" if outcome["paused_ms"] is not None else "no pause recorded"
+                    print(f"pause: {name} {outcome['command']}: {paused}, "
                           f"slowest answer {outcome['slowest_ms']:.1f} ms of {outcome['requests']}, refused {outcome['refused']}, "
                           f"failed {outcome['failed']}, ListenOverflows +{outcome['overflows']}", file=sys.stderr)
                     time.sleep(0.3)
