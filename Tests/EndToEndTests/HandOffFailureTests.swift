@@ -51,14 +51,7 @@ import Glibc
 
         init(port: Int) throws {
             fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            try #require(connected == 0, "connect: \(String(cString: strerror(errno)))")
+            try #require(NotesClient.connectLoopback(fd, port: port) == 0, "connect: \(String(cString: strerror(errno)))")
             usleep(300_000)  // the serving child's acceptor takes it at once
         }
 

@@ -220,6 +220,17 @@ final class NotesClient: Sendable {
         return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
     }
 
+    /// connect(2) of `fd` to 127.0.0.1:`port`: 0, or -1 with errno.
+    static func connectLoopback(_ fd: Int32, port: Int) -> Int32 {
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+    }
+
     /// One request on a new connection; `whenConnected` runs once the connection is made and
     /// before the request is sent.
     static func get(port: Int, path: String, whenConnected: () -> Void = {}) -> Response {
@@ -231,14 +242,7 @@ final class NotesClient: Sendable {
         var limit = timeval(tv_sec: 60, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
-        if connected != 0 {
+        if connectLoopback(fd, port: port) != 0 {
             response.refused = errno == ECONNREFUSED
             response.body = "connect: \(String(cString: strerror(errno)))"
             response.receivedAt = nowMilliseconds()
