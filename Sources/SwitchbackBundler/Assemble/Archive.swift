@@ -29,21 +29,24 @@ enum Archive {
     static func unpack(_ file: String, into directory: String) throws(BundlerError) -> String {
         let record = directory + ".record"
         let key = "unpacked " + Remembered.identity(of: URL(fileURLWithPath: file).standardizedFileURL.path)
-        if (try? String(contentsOfFile: record, encoding: .utf8)) != key {
-            try? FileManager.default.removeItem(atPath: record)
-            try? FileManager.default.removeItem(atPath: directory)
-            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            let unpacked = try Command(tar, ["-x", "-f", file, "-C", directory, "--no-same-owner"]).run()
-            guard unpacked.status == 0 else {
-                throw BundlerError(.artifact, "Cannot unpack the previous release \(file): \(unpacked.output.lastLines(2).trimmingCharacters(in: .whitespacesAndNewlines)); pass the tarball switchback-bundle --tarball wrote, or its bundle directory.", path: file)
-            }
-            try? key.write(toFile: record, atomically: true, encoding: .utf8)
+        // Unpacked before, and still whole enough to have its manifest: checked below as ever.
+        if (try? String(contentsOfFile: record, encoding: .utf8)) == key, let root = bundleRoot(in: directory) { return root }
+        try? FileManager.default.removeItem(atPath: record)
+        try? FileManager.default.removeItem(atPath: directory)
+        try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let unpacked = try Command(tar, ["-x", "-f", file, "-C", directory, "--no-same-owner"]).run()
+        guard unpacked.status == 0 else {
+            throw BundlerError(.artifact, "Cannot unpack the previous release \(file): \(unpacked.output.lastLines(2).trimmingCharacters(in: .whitespacesAndNewlines)); pass the tarball switchback-bundle --tarball wrote, or its bundle directory.", path: file)
         }
+        try? key.write(toFile: record, atomically: true, encoding: .utf8)
+        if let root = bundleRoot(in: directory) { return root }
+        throw BundlerError(.artifact, "The previous release \(file) holds no bundle manifest; pass the tarball switchback-bundle --tarball wrote, or its bundle directory.", path: file)
+    }
+
+    /// The directory holding `manifest` in `directory`: itself, or one entry down.
+    private static func bundleRoot(in directory: String) -> String? {
         if FileManager.default.fileExists(atPath: directory + "/manifest") { return directory }
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
-        for entry in entries where FileManager.default.fileExists(atPath: directory + "/" + entry + "/manifest") {
-            return directory + "/" + entry
-        }
-        throw BundlerError(.artifact, "The previous release \(file) holds no bundle manifest; pass the tarball switchback-bundle --tarball wrote, or its bundle directory.", path: file)
+        return entries.lazy.map { directory + "/" + $0 }.first { FileManager.default.fileExists(atPath: $0 + "/manifest") }
     }
 }

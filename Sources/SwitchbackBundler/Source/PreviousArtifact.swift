@@ -23,8 +23,17 @@ struct PreviousArtifact {
     var record: Manifest.SlotRecord { manifest.current }
     var commit: String? { manifest.settings["current.commit"] }
 
-    /// Opens and checks the artifact at `path` (unpacking a tarball into `work`).
+    /// Opens and checks the artifact at `path` (unpacking a tarball into `work`). A tarball
+    /// unpacked by an earlier release that no longer passes the checks (its copy in `work`
+    /// damaged or changed) is unpacked again and checked once more before it is refused.
     static func open(_ path: String, work: String, pinned: String?, toolchain: Toolchain) throws(BundlerError) -> PreviousArtifact {
+        do { return try openOnce(path, work: work, pinned: pinned, toolchain: toolchain) } catch {
+            guard unlink(work + ".record") == 0 else { throw error }
+            return try openOnce(path, work: work, pinned: pinned, toolchain: toolchain)
+        }
+    }
+
+    private static func openOnce(_ path: String, work: String, pinned: String?, toolchain: Toolchain) throws(BundlerError) -> PreviousArtifact {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             throw BundlerError(.artifact, "The previous release \(path) does not exist; pass the last release's tarball or bundle directory.", path: path)
