@@ -16,7 +16,7 @@ struct BoundedFetchTests {
             #expect(result.description == "The answer from \(server.url(path).absoluteString) is encoded (Content-Encoding: gzip) though only identity was accepted; serve the directive file uncompressed.")
             #expect(!result.isSuccessfulCheck)
             expectOneSentence(result.description)
-            #expect(elapsed < .seconds(1) + .milliseconds(100), "took \(elapsed)")
+            #expect(elapsed < .seconds(2), "took \(elapsed)")  // the deadline, with room for a loaded machine
         }
     }
 
@@ -27,7 +27,7 @@ struct BoundedFetchTests {
             #expect(result.outcome.refusalCode == .bodyTooLarge)
             #expect(result.description.contains("65536-byte limit"))
             expectOneSentence(result.description)
-            #expect(elapsed < .seconds(1) + .milliseconds(100), "took \(elapsed)")
+            #expect(elapsed < .seconds(2), "took \(elapsed)")  // the deadline, with room for a loaded machine
         }
     }
 
