@@ -110,7 +110,7 @@ let package = Package(
         .testTarget(name: "SwitchbackAnalysisTests", dependencies: ["SwitchbackAnalysis", "SwitchbackCore", "SwitchbackTestSupport"]),
         // rollbackctl-remote's own logic without a process: the rollout's plan, state machine and driver.
         .testTarget(name: "RemoteCtlKitTests", dependencies: ["RemoteCtlKit", "RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote", "SwitchbackCrypto"]),
-        .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto", "SwitchbackTestSupport"],
+        .testTarget(name: "SwitchbackRemoteTests", dependencies: ["SwitchbackRemote", "SwitchbackCrypto", "SwitchbackFiles", "SwitchbackTestSupport"],
                     exclude: ["Fixtures"]),
     ],
     swiftLanguageModes: [.v6]

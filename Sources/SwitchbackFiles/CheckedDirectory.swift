@@ -212,6 +212,25 @@ public final class CheckedDirectory: @unchecked Sendable {
         }
     }
 
+    /// Publishes `bytes` as the file `name` only if nothing is there yet: a temporary file is
+    /// written and fsynced whole, then `linkat`ed to `name`, which fails with EEXIST when
+    /// another process published first (a reader sees no file or the whole file, never part
+    /// of one). Returns false when `name` already existed; the caller reads the winner's.
+    /// Needs no lock, so a caller that holds one can use it.
+    public func publishNew(_ name: String, with bytes: [UInt8], mode: mode_t) throws(FileError) -> Bool {
+        let temporary = "\(name).new-\(getpid())"
+        unlinkat(descriptor, temporary, 0)
+        try createNew(temporary, with: bytes, mode: mode)
+        defer { unlinkat(descriptor, temporary, 0) }
+        if linkat(descriptor, temporary, descriptor, name, 0) != 0 {
+            let linkError = errno
+            if linkError == EEXIST { return false }
+            throw .system("Publishing \(child(temporary)) as", path: child(name), errno: linkError)
+        }
+        try sync()
+        return true
+    }
+
     /// Opens the file `name` with `flags` (`O_CREAT` with `mode` to create it), adding
     /// `O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK` (a FIFO put there cannot hang the open), then
     /// checks the descriptor: a regular file the policy trusts (`role .file`). A link at

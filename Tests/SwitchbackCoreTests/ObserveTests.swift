@@ -5,7 +5,7 @@ import Testing
 /// the counters, as pure values.
 struct ObserveTests {
     static let snapshot = MetricsSnapshot(
-        appID: "com.example.notes", install: "0123456789abcdef", stateDirectory: "/var/lib/notes \"a\"",
+        appID: "com.example.notes", install: "0123456789abcdef", rolloutBucket: 37, stateDirectory: "/var/lib/notes \"a\"",
         current: .init(version: "1.3.0", build: "abc", health: "bad", unmarkedStarts: 3),
         previous: .init(version: "1.2.0", build: "def", health: "good", unmarkedStarts: 0),
         activeSlot: .previous, source: "auto", rollback: true,
@@ -34,6 +34,7 @@ struct ObserveTests {
         #expect(text.contains("switchback_remote_last_check_outcome{app_id=\"com.example.notes\",install=\"0123456789abcdef\",code=\"outside_rollout\",outcome=\"not_applicable\"} 1\n"))
         #expect(text.contains("switchback_slot_unmarked_starts{app_id=\"com.example.notes\",install=\"0123456789abcdef\",slot=\"current\"} 3\n"))
         #expect(text.contains("switchback_failed_starts_total{app_id=\"com.example.notes\",install=\"0123456789abcdef\"} 1\n"))
+        #expect(text.contains("switchback_rollout_bucket{app_id=\"com.example.notes\",install=\"0123456789abcdef\"} 37\n"))
         // A timestamp never known is left out, not written as 0 (which PromQL would read as 1970).
         #expect(!text.contains("switchback_remote_last_verified_timestamp_seconds{"))
     }
@@ -97,11 +98,15 @@ struct ObserveTests {
         #expect(SwitchHistoryEvent(line: "v1\t5\tswitch\tcurrent\tprevious\tcli\t")?.kind == .switch)
     }
 
-    @Test func fileNamesAreSafeAndPerStateDirectory() {
-        let a = Observer.installLabel(for: StateDirectory(path: "/var/lib/a"))
-        let b = Observer.installLabel(for: StateDirectory(path: "/var/lib/b"))
-        #expect(a != b && a.count == 16 && b.count == 16)
-        #expect(Observer.fileName(appID: "com.example/notes x", install: a) == "switchback-com.example_notes_x-\(a).prom")
+    @Test func fileNamesAreSafeAndNamedByTheInstallID() {
+        let id = "0123456789abcdef0123456789abcdef"
+        #expect(Observer.fileName(appID: "com.example/notes x", install: id) == "switchback-com.example_notes_x-\(id).prom")
+        // The label earlier versions wrote (a hash of the path, the same on every host with
+        // the same layout): kept only to remove their file.
+        let legacy = Observer.legacyInstallLabel(for: StateDirectory(path: "/var/lib/a"))
+        #expect(legacy.count == 16 && legacy != Observer.legacyInstallLabel(for: StateDirectory(path: "/var/lib/b")))
+        #expect(RemoteStore.isInstallID(id) && !RemoteStore.isInstallID(legacy) && !RemoteStore.isInstallID(id.uppercased())
+                && !RemoteStore.isInstallID("0123456789abcdef0123456789abcde\"") && !RemoteStore.isInstallID(id + "0"))
     }
 
     @Test func historyEventsBecomeEntriesWithTheirKindAndSerial() {
@@ -113,8 +118,9 @@ struct ObserveTests {
         let directory = StateDirectory(path: "/var/lib/notes")
         let remote = SwitchHistoryEvent(time: 1, kind: .switch, from: .current, to: .previous, source: .remote,
                                   reason: "1.3.0 corrupts notes (directive serial 42)")
-        let entry = Observer.journalEntry(for: remote, manifest: manifest, directory: directory)
+        let entry = Observer.journalEntry(for: remote, manifest: manifest, directory: directory, install: "0123456789abcdef0123456789abcdef")
         #expect(entry.kind == .rollback)
+        #expect(entry.fields.first { $0.key == "SWITCHBACK_INSTALL" }?.value == "0123456789abcdef0123456789abcdef")
         #expect(entry.message == "Rolled back to the previous slot (1.2.0) by remote: 1.3.0 corrupts notes (directive serial 42).")
         #expect(entry.fields.first { $0.key == "SWITCHBACK_SERIAL" }?.value == "42")
         let fallback = SwitchHistoryEvent(time: 1, kind: .fallback, from: .current, to: .previous, source: .auto, reason: "The current slot is missing.")

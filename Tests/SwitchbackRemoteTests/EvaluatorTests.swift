@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import SwitchbackCrypto
+import SwitchbackFiles
 @testable import SwitchbackRemote
 
 /// The pure verification rules, without a network.

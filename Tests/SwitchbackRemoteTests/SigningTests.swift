@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import SwitchbackCrypto
+import SwitchbackFiles
 @testable import SwitchbackRemote
 
 /// Key files, signing and the wire format.

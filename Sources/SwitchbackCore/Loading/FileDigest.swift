@@ -35,6 +35,30 @@ public enum FileDigest {
     /// The lowercase hex SHA-256 of the open file `fd`, read from offset 0 with `pread` (its
     /// offset is left alone); `path` names it in errors.
     public static func hexDigest(ofDescriptor fd: Int32, path: String) throws(SwitchbackError) -> String {
+        var chunk = [UInt8](repeating: 0, count: 256 << 10)
+        var offset: off_t = 0
+        return hex(try sha256(of: path) { (feed: (UnsafeRawBufferPointer) -> Void) throws(SwitchbackError) in
+            while true {
+                let (count, readError) = chunk.withUnsafeMutableBytes { buffer in
+                    retryingInterrupts { pread(fd, buffer.baseAddress, buffer.count, offset) }
+                }
+                if count < 0 { throw .system("Reading", path: path, errno: readError) }
+                if count == 0 { break }
+                offset += off_t(count)
+                chunk.withUnsafeBytes { feed(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
+            }
+        })
+    }
+
+    /// The SHA-256 of `bytes` (32 bytes); `what` names them in errors.
+    public static func sha256(of bytes: [UInt8], what: String) throws(SwitchbackError) -> [UInt8] {
+        try sha256(of: what) { (feed: (UnsafeRawBufferPointer) -> Void) throws(SwitchbackError) in
+            bytes.withUnsafeBytes { feed($0) }
+        }
+    }
+
+    /// SHA-256 through the system's libcrypto of what `body` feeds it.
+    private static func sha256(of path: String, _ body: ((UnsafeRawBufferPointer) -> Void) throws(SwitchbackError) -> Void) throws(SwitchbackError) -> [UInt8] {
         let library: DynamicLibrary
         let crypto = libcryptoPath()
         do { library = try DynamicLibrary.open(at: crypto) } catch {
@@ -55,23 +79,13 @@ public enum FileDigest {
         guard initialise(context, sha256(), nil) == 1 else {
             throw SwitchbackError(.cryptoUnavailable, "libcrypto could not start a SHA-256 digest.", path: path)
         }
-        var chunk = [UInt8](repeating: 0, count: 256 << 10)
-        var offset: off_t = 0
-        while true {
-            let (count, readError) = chunk.withUnsafeMutableBytes { buffer in
-                retryingInterrupts { pread(fd, buffer.baseAddress, buffer.count, offset) }
-            }
-            if count < 0 { throw .system("Reading", path: path, errno: readError) }
-            if count == 0 { break }
-            offset += off_t(count)
-            _ = chunk.withUnsafeBytes { update(context, $0.baseAddress, count) }
-        }
+        try body { buffer in _ = update(context, buffer.baseAddress, buffer.count) }
         var digest = [UInt8](repeating: 0, count: 32)
         var length: UInt32 = 0
         guard finalise(context, &digest, &length) == 1, length == 32 else {
             throw SwitchbackError(.cryptoUnavailable, "libcrypto could not finish a SHA-256 digest.", path: path)
         }
-        return hex(digest)
+        return digest
     }
 
     /// Lowercase hex of `bytes`.

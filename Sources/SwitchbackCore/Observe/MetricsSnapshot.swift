@@ -55,8 +55,12 @@ public struct MetricsSnapshot: Sendable, Equatable {
     }
 
     public var appID: String
-    /// The file's id: a hash of the state directory (`install` label).
+    /// The install id (`install` label): random, kept for life, unique across hosts; the id
+    /// the rollout bucket comes from (`RemoteStore.installID`).
     public var install: String
+    /// The install's rollout bucket for the app (0...99): a directive with rollout percent p
+    /// applies when it is below p.
+    public var rolloutBucket: Int
     public var stateDirectory: String
     public var current: Slot
     public var previous: Slot
@@ -73,13 +77,14 @@ public struct MetricsSnapshot: Sendable, Equatable {
     /// The last probation (`probation` in the state directory), if any.
     public var probation: ProbationRecord?
 
-    public init(appID: String, install: String, stateDirectory: String, current: Slot, previous: Slot, activeSlot: BuildSlot,
+    public init(appID: String, install: String, rolloutBucket: Int, stateDirectory: String, current: Slot, previous: Slot, activeSlot: BuildSlot,
                 source: String, rollback: Bool, remote: Remote?, counts: EventCounts, writtenAt: Int64,
                 hasAnalysis: Bool = false, probation: ProbationRecord? = nil) {
         self.hasAnalysis = hasAnalysis
         self.probation = probation
         self.appID = appID
         self.install = install
+        self.rolloutBucket = rolloutBucket
         self.stateDirectory = stateDirectory
         self.current = current
         self.previous = previous
@@ -119,6 +124,9 @@ public struct MetricsSnapshot: Sendable, Equatable {
         func flag(_ on: Bool) -> String { on ? "1" : "0" }
         metric("switchback_info", "gauge", "The install: its state directory; always 1.",
                [("state_dir=\"\(Self.escape(stateDirectory))\"", "1")])
+        metric("switchback_rollout_bucket", "gauge",
+               "The install's rollout bucket (0-99): a directive with rollout percent p applies when it is below p.",
+               [("", String(rolloutBucket))])
         metric("switchback_slot_info", "gauge", "Each slot's version and build; always 1.",
                [(BuildSlot.current, current), (BuildSlot.previous, previous)].map { slot, record in
                    ("slot=\"\(slot.rawValue)\",version=\"\(Self.escape(record.version))\",build=\"\(Self.escape(record.build))\"", "1")

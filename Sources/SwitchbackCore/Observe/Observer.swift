@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackFiles
 
 /// Where an install's outcomes reach existing monitoring (docs/monitoring.md): every history
 /// event and every refused directive becomes one journald entry, and the install's metrics
@@ -32,7 +33,7 @@ public enum Observer {
             counts = EventCounts(events: (try? HistoryLog(path: historyPath).read().events) ?? [event])
         }
         try? counts.save(to: directory)
-        journalEntry(for: event, manifest: manifest, directory: directory).send()
+        journalEntry(for: event, manifest: manifest, directory: directory, install: try? RemoteStore(directory: directory).installID()).send()
         refreshMetrics(in: directory, manifest: manifest)
     }
 
@@ -45,7 +46,9 @@ public enum Observer {
     }
 
     /// The journal entry of a history event.
-    public static func journalEntry(for event: SwitchHistoryEvent, manifest: Manifest, directory: StateDirectory) -> JournalEntry {
+    /// `install` is the install id (`SWITCHBACK_INSTALL`), the metrics' `install` label.
+    public static func journalEntry(for event: SwitchHistoryEvent, manifest: Manifest, directory: StateDirectory,
+                                    install: String? = nil) -> JournalEntry {
         let reason = event.reason ?? "no reason given"
         let version = manifest[event.to].version
         let kind: JournalEntry.Kind
@@ -77,6 +80,7 @@ public enum Observer {
             ("SWITCHBACK_SOURCE", event.source.rawValue), ("SWITCHBACK_REASON", reason),
         ]
         if event.source == .remote, let serial = directiveSerial(in: reason) { fields.append(("SWITCHBACK_SERIAL", String(serial))) }
+        if let install { fields.append(("SWITCHBACK_INSTALL", install)) }
         fields.append(("SWITCHBACK_STATE_DIR", directory.path))
         return JournalEntry(kind: kind, message: message.hasSuffix(".") ? message : message + ".", fields: fields)
     }
@@ -108,23 +112,44 @@ public enum Observer {
     @discardableResult
     public static func refreshMetrics(in directory: StateDirectory, manifest: Manifest, now: Int64 = currentUnixTime()) -> String? {
         guard let textfileDirectory = manifest.settings[textfileDirectorySetting], !textfileDirectory.isEmpty else { return nil }
-        let snapshot = snapshot(of: directory, manifest: manifest, now: now)
-        let path = textfileDirectory + "/" + fileName(appID: manifest.appID, install: snapshot.install)
+        let install: String
+        let bucket: Int
+        do {
+            install = try RemoteStore(directory: directory).installID()
+            bucket = RolloutBucket.bucket(sha256: try FileDigest.sha256(of: RolloutBucket.hashInput(installID: install, appID: manifest.appID),
+                                                                       what: RemoteStore(directory: directory).installIDPath))
+        } catch {
+            return warnOnce("Warning: the metrics file was not written: the install's id is needed for its name and labels, and \(error.clause). The switch itself is done.")
+        }
+        let snapshot = snapshot(of: directory, manifest: manifest, now: now, install: install, bucket: bucket)
+        let name = fileName(appID: manifest.appID, install: snapshot.install)
+        let path = textfileDirectory + "/" + name
         do {
             try FileSystem.replace(path, with: Array(snapshot.render().utf8), mode: 0o644, exactMode: true, durable: false,
                                    what: "metrics directory")
+            // The file an earlier version wrote under the state directory's hash: its series
+            // would stay beside these for ever with another install label.
+            let legacy = fileName(appID: manifest.appID, install: legacyInstallLabel(for: directory))
+            if legacy != name, let folder = try? FileSystem.directory(textfileDirectory, what: "metrics directory") {
+                try? FileSystem.layer { () throws(FileError) in try folder.remove(legacy) }
+            }
             return nil
         } catch {
-            let warning = error.code == .insecurePermissions
+            return warnOnce(error.code == .insecurePermissions
                 ? "Warning: the metrics file \(path) was not written: \(error.clause). The switch itself is done."
-                : "Warning: the metrics file \(path) could not be written (\(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)); create \(textfileDirectory) or rebuild the bundle with scripts/bundle --metrics-dir DIR. The switch itself is done."
-            if !hasWarned {  // once per process: a sync that applies a directive writes twice
-                hasWarned = true
-                var line = warning + "\n"
-                _ = line.withUTF8 { write(2, $0.baseAddress, $0.count) }
-            }
-            return warning
+                : "Warning: the metrics file \(path) could not be written (\(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message)); create \(textfileDirectory) or rebuild the bundle with scripts/bundle --metrics-dir DIR. The switch itself is done.")
         }
+    }
+
+    /// Says `warning` on stderr the first time in this process (a sync that applies a
+    /// directive writes twice); returns it.
+    private static func warnOnce(_ warning: String) -> String {
+        if !hasWarned {
+            hasWarned = true
+            var line = warning + "\n"
+            _ = line.withUTF8 { write(2, $0.baseAddress, $0.count) }
+        }
+        return warning
     }
 
     /// `switchback-<app id>-<install>.prom`: several installs share one collector directory.
@@ -137,8 +162,10 @@ public enum Observer {
         return "switchback-\(safe)-\(install).prom"
     }
 
-    /// The install's id in the metrics: FNV-1a 64 of the state directory's path, in hex.
-    public static func installLabel(for directory: StateDirectory) -> String {
+    /// The `install` label versions before the install id wrote: FNV-1a 64 of the state
+    /// directory's path, in hex (the same on every host with the same layout). Only to remove
+    /// the file such a version left.
+    public static func legacyInstallLabel(for directory: StateDirectory) -> String {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in directory.path.utf8 { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
         let hex = String(hash, radix: 16)
@@ -146,7 +173,8 @@ public enum Observer {
     }
 
     /// The metrics of the install: the state, health, remote record, counts and marker.
-    public static func snapshot(of directory: StateDirectory, manifest: Manifest, now: Int64) -> MetricsSnapshot {
+    /// `install` is the install id, `bucket` its rollout bucket for the app.
+    public static func snapshot(of directory: StateDirectory, manifest: Manifest, now: Int64, install: String, bucket: Int) -> MetricsSnapshot {
         let state = StateStore(directory: directory).load().state
         let health = HealthStore(directory: directory).load().record
         func slot(_ slot: BuildSlot) -> MetricsSnapshot.Slot {
@@ -176,7 +204,7 @@ public enum Observer {
                 nextCheckAt: RemoteSchedule.markerTime(in: directory).map { $0 / 1000 })
         }
         return MetricsSnapshot(
-            appID: manifest.appID, install: installLabel(for: directory), stateDirectory: directory.path,
+            appID: manifest.appID, install: install, rolloutBucket: bucket, stateDirectory: directory.path,
             current: slot(.current), previous: slot(.previous), activeSlot: state.slot,
             source: state.source == .default ? "none" : state.source.rawValue, rollback: state.rollback,
             remote: remote, counts: counts, writtenAt: now, hasAnalysis: Supervisor.Analyzer.isConfigured(manifest),

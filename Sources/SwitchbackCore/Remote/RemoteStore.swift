@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackFiles
 
 /// Reads and writes the remote check record (`remote`) and the install id (`install-id`) in
 /// a state directory.
@@ -40,26 +41,45 @@ public struct RemoteStore: Sendable {
         }
     }
 
-    /// The install's id: 128 random bits as 32 hex digits, created once (mode 0600, under the
-    /// state lock) and kept for life, so the install's rollout bucket never moves.
+    /// The install's id: 128 random bits as 32 hex digits, created once (mode 0600) and kept
+    /// for life. It is the install's one identity: its rollout bucket comes from it, and the
+    /// metrics' `install` label and the journal's `SWITCHBACK_INSTALL` field are it, so it is
+    /// unique across hosts with the same layout (the state directory's path is not).
+    ///
+    /// Takes no lock: the id is published whole with a link that fails when another process
+    /// published first (`CheckedDirectory.publishNew`), and the loser reads the winner's. So
+    /// the metrics, written while the state lock is held, can ask for it.
     public func installID() throws(SwitchbackError) -> String {
         if let id = try readInstallID() { return id }
         try directory.prepare()
-        return try FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) in
-            if let id = try readInstallID() { return id }
-            var generator = SystemRandomNumberGenerator()
-            let id = [generator.next(), generator.next()].map { (word: UInt64) -> String in
-                let hex = String(word, radix: 16)
-                return String(repeating: "0", count: 16 - hex.count) + hex
-            }.joined()
-            try FileSystem.replace(installIDPath, with: Array((id + "\n").utf8), mode: 0o600)
-            return id
+        var generator = SystemRandomNumberGenerator()
+        let id = [generator.next(), generator.next()].map { (word: UInt64) -> String in
+            let hex = String(word, radix: 16)
+            return String(repeating: "0", count: 16 - hex.count) + hex
+        }.joined()
+        let (parent, name) = FileSystem.split(installIDPath)
+        let folder = try FileSystem.directory(parent, what: "state directory")
+        let published = try FileSystem.layer { () throws(FileError) in try folder.publishNew(name, with: Array((id + "\n").utf8), mode: 0o600) }
+        if published { return id }
+        guard let winner = try readInstallID() else {
+            throw SwitchbackError(.stateInvalid, "The install id \(installIDPath) was created by another process but cannot be read; check the state directory's file system.", path: installIDPath)
         }
+        return winner
+    }
+
+    /// Whether `id` is an install id as written here: 32 lowercase hex digits.
+    public static func isInstallID(_ id: String) -> Bool {
+        id.utf8.count == 32 && id.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
     }
 
     private func readInstallID() throws(SwitchbackError) -> String? {
         guard let bytes = try FileSystem.read(installIDPath, limit: 4096) else { return nil }
         let id = String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace }
-        return id.isEmpty ? nil : id
+        if id.isEmpty { return nil }
+        // It names the install in metrics labels, file names and journal fields.
+        guard Self.isInstallID(id) else {
+            throw SwitchbackError(.stateInvalid, "The install id \(installIDPath) is not 32 lowercase hex digits; remove the file and a new id is made at the next sync (the install's rollout bucket changes with it).", path: installIDPath)
+        }
+        return id
     }
 }

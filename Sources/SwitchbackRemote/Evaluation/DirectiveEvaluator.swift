@@ -4,6 +4,7 @@ import FoundationEssentials
 import Foundation
 #endif
 import SwitchbackCrypto
+import SwitchbackFiles
 
 /// Judges a fetched envelope for this install: a pure function of (bytes, trust, context).
 ///
