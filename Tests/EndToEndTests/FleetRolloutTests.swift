@@ -12,6 +12,9 @@ import Glibc
 /// scraped by a real Prometheus that the rollout's query asks.
 @Suite(.serialized) struct FleetRolloutTests {
     static let installs = 200
+    /// docs/rollout.md's query: the installs of the release that rolled back by themselves in
+    /// the last five minutes, joined on the install id.
+    static let rollbacksQuery = (try? MonitoringTests.documentedRollbacksQuery()) ?? "docs/rollout.md has no rollbacks query"
     /// `remote.interval_s`, `remote.splay_s`, and the loop's time between two starts.
     /// (200 installs share two cores with everything else: a start every 5 s each and a check
     /// every 15 s at most keep the fleet itself under a core.)
@@ -108,7 +111,7 @@ import Glibc
                 analysis.checks=rollbacks
                 analysis.check.rollbacks.kind=prometheus
                 analysis.check.rollbacks.address=\(prometheus.address)
-                analysis.check.rollbacks.query=sum(switchback_rollbacks_total{source="auto"} * on(install) group_left switchback_slot_info{slot="current",version="$version"}) or vector(0)
+                analysis.check.rollbacks.query=\(FleetRolloutTests.rollbacksQuery)
                 analysis.check.rollbacks.success=result[0] == 0
 
                 """.write(toFile: plan, atomically: true, encoding: .utf8)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import SwitchbackCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -52,7 +53,7 @@ import Glibc
         #expect(back.status == 0, "\(back)")
         let files = try Self.promFiles(in: directory)
         try #require(files.count == 1, "one file per install: \(files)")
-        #expect(files[0].hasPrefix("switchback-dev.switchback.sample-") && files[0].count == "switchback-dev.switchback.sample-".count + 16 + 5)
+        #expect(files[0].hasPrefix("switchback-dev.switchback.sample-") && files[0].count == "switchback-dev.switchback.sample-".count + 32 + 5)
         let text = try String(contentsOfFile: directory + "/" + files[0], encoding: .utf8)
         let appID = "app_id=\"dev.switchback.sample\""
         #expect(Self.value(text, "switchback_rollback", [appID]) == "1")
@@ -160,6 +161,7 @@ import Glibc
             "SWITCHBACK_VERSION": t.previousVersion,
             "SWITCHBACK_SOURCE": "cli",
             "SWITCHBACK_REASON": "notes corrupted",
+            "SWITCHBACK_INSTALL": try String(contentsOfFile: t.state + "/install-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
             "SWITCHBACK_STATE_DIR": t.state,
         ])
     }
@@ -190,6 +192,101 @@ import Glibc
         #expect(checked.stdout.contains("SUCCESS: 8 rules found"), "\(checked)")
         let tested = try runProcess("/bin/bash", ["-c", "cd '\(docs)' && \(Self.promtool) test rules switchback.rules.test.yml"])
         #expect(tested.status == 0, "\(tested)")
+    }
+
+    static var docsDirectory: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs").path
+    }
+
+    /// The `$version` queries of docs/rollout.md's table "PromQL over what installs export",
+    /// in the table's order.
+    static func documentedRolloutQueries() throws -> [String] {
+        let page = try String(contentsOfFile: docsDirectory + "/rollout.md", encoding: .utf8)
+        guard let start = page.range(of: "## Worked example: PromQL over what installs export"),
+              let end = page.range(of: "### A real run", range: start.upperBound..<page.endIndex) else { return [] }
+        return page[start.upperBound..<end.lowerBound].split(separator: "\n").compactMap { line in
+            guard line.hasPrefix("| "), line.contains("$version"), let cell = line.split(separator: "|").last,
+                  let open = cell.firstIndex(of: "`"), let close = cell.lastIndex(of: "`"), open < close else { return nil }
+            return String(cell[cell.index(after: open)..<close])
+        }
+    }
+
+    /// docs/rollout.md's query of the installs that rolled back by themselves in a window.
+    static func documentedRollbacksQuery() throws -> String {
+        try #require(try documentedRolloutQueries().first { $0.contains("switchback_rollbacks_total{source=\"auto\"}") })
+    }
+
+    /// The rollout queries, as the page gives them, over four installs on two hosts with the
+    /// same layout (docs/monitoring/rollout-queries.test.yml): one result per query, an
+    /// automatic rollback outside the window healthy, one inside and a fresh install's counted.
+    @Test func theDocumentedRolloutQueriesJoinOneToOneAndJudgeAWindow() throws {
+        let queries = try Self.documentedRolloutQueries()
+        #expect(queries.count == 5, "\(queries)")
+        let tests = try String(contentsOfFile: Self.docsDirectory + "/monitoring/rollout-queries.test.yml", encoding: .utf8)
+        for query in queries where !query.contains("switchback_probation") {
+            let substituted = query.replacingOccurrences(of: "$version", with: "1.3.0")
+            #expect(tests.contains("expr: '\(substituted)'"), "not tested by rollout-queries.test.yml: \(substituted)")
+        }
+        let tested = try runProcess("/bin/bash", ["-c", "cd '\(Self.docsDirectory)/monitoring' && \(Self.promtool) test rules rollout-queries.test.yml"])
+        #expect(tested.status == 0 && tested.stdout.contains("SUCCESS"), "\(tested)")
+    }
+
+    /// Each install's metrics are labelled with its own install id (the file `install-id`),
+    /// the id its rollout bucket comes from, and export that bucket: SHA-256 of "ID:APP",
+    /// the first 8 bytes big-endian, mod 100, computed here with sha256sum.
+    @Test func theInstallLabelIsTheInstallIDAndTheBucketIsExported() throws {
+        let (t, directory) = try Self.bundleWithMetrics()
+        let appID = try t.manifestValue("app_id")
+        #expect(try t.rollbackctl("rollback", "--reason", "identity").status == 0)
+        let id = try String(contentsOfFile: t.state + "/install-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(id.count == 32 && id.allSatisfy { $0.isHexDigit && !$0.isUppercase }, "\(id)")
+        let files = try Self.promFiles(in: directory)
+        #expect(files == ["switchback-\(appID)-\(id).prom"], "\(files)")
+        let text = try String(contentsOfFile: directory + "/" + files[0], encoding: .utf8)
+        let digest = try runProcess("/bin/bash", ["-c", "printf '%s' '\(id):\(appID)' | sha256sum"]).stdout.prefix(16)
+        let bucket = try #require(UInt64(digest, radix: 16)) % 100
+        #expect(Self.value(text, "switchback_rollout_bucket_number") == String(bucket), "\(text)")
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            #expect(line.contains("install=\"\(id)\""), "\(line)")
+        }
+    }
+
+    /// Two hosts with the same layout: the same bundle path and state directory path, in two
+    /// mount namespaces (`unshare -m`, a different directory mounted at the state path in
+    /// each). Their files, their `install` labels and their journal ids differ.
+    @Test(.enabled(if: geteuid() == 0, "needs root for mount namespaces"))
+    func twoHostsWithTheSameLayoutAreTwoInstalls() throws {
+        let (t, directory) = try Self.bundleWithMetrics()
+        let appID = try t.manifestValue("app_id")
+        var ids: [String] = []
+        for host in ["h1", "h2"] {
+            let hostState = t.directory + "/" + host + "-state"
+            try FileManager.default.createDirectory(atPath: hostState, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try FileManager.default.createDirectory(atPath: t.state, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            let result = try runProcess("/usr/bin/unshare", ["-m", "/bin/bash", "-c",
+                "mount --make-rprivate / && mount --bind '\(hostState)' '\(t.state)' && SWITCHBACK_STATE_DIR='\(t.state)' '\(t.bundle)/bin/rollbackctl' rollback --reason '\(host)'"])
+            #expect(result.status == 0, "\(result)")
+            ids.append(try String(contentsOfFile: hostState + "/install-id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+        #expect(ids.count == 2 && ids[0] != ids[1], "\(ids)")
+        let files = try Self.promFiles(in: directory)
+        #expect(Set(files) == Set(ids.map { "switchback-\(appID)-\($0).prom" }), "\(files)")
+        for (file, id) in zip(ids.map { "switchback-\(appID)-\($0).prom" }, ids) {
+            let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
+            #expect(text.contains("switchback_info{app_id=\"\(appID)\",install=\"\(id)\",state_dir=\"\(t.state)\"} 1"), "\(text)")
+        }
+    }
+
+    /// A file an earlier version wrote, named by the hash of the state directory's path, is
+    /// removed when the install's file is written: its series would stay beside the new ones.
+    @Test func theFileAnEarlierVersionNamedByThePathIsRemoved() throws {
+        let (t, directory) = try Self.bundleWithMetrics()
+        let legacy = "switchback-\(try t.manifestValue("app_id"))-\(Observer.legacyInstallLabel(for: StateDirectory(path: t.state))).prom"
+        try "switchback_info{app_id=\"x\",install=\"old\"} 1\n".write(toFile: directory + "/" + legacy, atomically: true, encoding: .utf8)
+        #expect(try t.rollbackctl("rollback", "--reason", "upgrade").status == 0)
+        let files = try Self.promFiles(in: directory)
+        #expect(files.count == 1 && files[0] != legacy, "\(files)")
     }
 
     @Test func aMissingMetricsDirectoryIsAWarningAndTheSwitchStillHappens() throws {

@@ -34,7 +34,7 @@ struct ObserveTests {
         #expect(text.contains("switchback_remote_last_check_outcome{app_id=\"com.example.notes\",install=\"0123456789abcdef\",code=\"outside_rollout\",outcome=\"not_applicable\"} 1\n"))
         #expect(text.contains("switchback_slot_unmarked_starts{app_id=\"com.example.notes\",install=\"0123456789abcdef\",slot=\"current\"} 3\n"))
         #expect(text.contains("switchback_failed_starts_total{app_id=\"com.example.notes\",install=\"0123456789abcdef\"} 1\n"))
-        #expect(text.contains("switchback_rollout_bucket{app_id=\"com.example.notes\",install=\"0123456789abcdef\"} 37\n"))
+        #expect(text.contains("switchback_rollout_bucket_number{app_id=\"com.example.notes\",install=\"0123456789abcdef\"} 37\n"))
         // A timestamp never known is left out, not written as 0 (which PromQL would read as 1970).
         #expect(!text.contains("switchback_remote_last_verified_timestamp_seconds{"))
     }

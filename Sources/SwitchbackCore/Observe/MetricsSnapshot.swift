@@ -124,7 +124,7 @@ public struct MetricsSnapshot: Sendable, Equatable {
         func flag(_ on: Bool) -> String { on ? "1" : "0" }
         metric("switchback_info", "gauge", "The install: its state directory; always 1.",
                [("state_dir=\"\(Self.escape(stateDirectory))\"", "1")])
-        metric("switchback_rollout_bucket", "gauge",
+        metric("switchback_rollout_bucket_number", "gauge",
                "The install's rollout bucket (0-99): a directive with rollout percent p applies when it is below p.",
                [("", String(rolloutBucket))])
         metric("switchback_slot_info", "gauge", "Each slot's version and build; always 1.",
