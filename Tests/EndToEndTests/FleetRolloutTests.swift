@@ -52,12 +52,16 @@ import Glibc
             try fleet.publish("previous", serial: 1)
 
             // One install rolled back by hand to the previous build, copied 200 times (each
-            // draws its own install id, hence its own rollout bucket, at its first check).
+            // draws its own install id, hence its own rollout bucket and metrics label, at its
+            // first check).
             let template = t.directory + "/template"
             let held = try t.run(t.bundle + "/bin/rollbackctl", ["rollback", "--reason", "hold 1.2.0 until its rollout"],
                                  environment: ["SWITCHBACK_STATE_DIR": template])
             try #require(held.status == 0, "\(held)")
             for name in try FileManager.default.contentsOfDirectory(atPath: textfile) { try FileManager.default.removeItem(atPath: textfile + "/" + name) }
+            // The rollback's metrics made the template's install id; a copy of a state
+            // directory is the same install until its `install-id` goes (docs/remote.md).
+            try FileManager.default.removeItem(atPath: template + "/install-id")
             _ = try shell("/bin/bash", "-c", "mkdir -p '\(t.directory)/installs' && for i in $(seq 1 \(FleetRolloutTests.installs)); do cp -a '\(template)' '\(t.directory)/installs/'$i; done")
 
             exporter = try NodeExporter.start(textfileDirectory: textfile)
