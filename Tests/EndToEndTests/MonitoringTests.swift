@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import SwitchbackCore
+import RollbackCtlKit
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -287,6 +288,26 @@ import Glibc
         #expect(try t.rollbackctl("rollback", "--reason", "upgrade").status == 0)
         let files = try Self.promFiles(in: directory)
         #expect(files.count == 1 && files[0] != legacy, "\(files)")
+    }
+
+    /// The active slot the metrics export is the one the launcher's planner names, as
+    /// `rollbackctl status` does, not the flag: here a current slot that fails its checks (the
+    /// flag says current; the launcher falls back to the previous slot and records it).
+    @Test func theActiveSlotIsThePlansNotTheFlags() throws {
+        let (t, directory) = try Self.bundleWithMetrics()
+        try Data("not an ELF file".utf8).write(to: URL(fileURLWithPath: t.slotPath(.current)))
+        let run = try t.launcher()
+        #expect(run.stdout.hasPrefix(t.greeting(.previous)), "\(run)")
+        let state = (try? String(contentsOfFile: t.state + "/state", encoding: .utf8)) ?? ""
+        #expect(!state.contains("rollback=true"), "the flag still says current: \(state)")
+        let status = try t.rollbackctl("status", "--json")
+        let json = try JSONDecoder().decode(StatusDocument.self, from: Data(status.stdout.utf8))
+        #expect(json.activeSlot == "previous", "\(status)")
+        let files = try Self.promFiles(in: directory)
+        try #require(files.count == 1, "\(files)")
+        let text = try String(contentsOfFile: directory + "/" + files[0], encoding: .utf8)
+        #expect(Self.value(text, "switchback_active_slot", ["slot=\"previous\""]) == "1", "\(text)")
+        #expect(Self.value(text, "switchback_active_slot", ["slot=\"current\""]) == "0", "\(text)")
     }
 
     @Test func aMissingMetricsDirectoryIsAWarningAndTheSwitchStillHappens() throws {

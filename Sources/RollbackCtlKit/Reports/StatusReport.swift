@@ -78,9 +78,9 @@ struct StatusReport {
     init(workspace: Workspace) throws(CommandError) {
         // What the launcher reads, by the same rules: an untrusted state decides only through
         // a rejection it records, and its verdicts count for nothing.
-        var directoryProblem: SwitchbackError?
-        do { try workspace.directory.checkPermissions() } catch { directoryProblem = error }
-        let read = StartState.load(directory: workspace.directory, directoryProblem: directoryProblem, manifest: workspace.manifest)
+        let install = InstallOnDisk(manifest: workspace.manifest, directory: workspace.directory,
+                                    bundleRoot: workspace.bundleRoot, forcedSlot: environmentValue("SWITCHBACK_SLOT"))
+        let read = install.read
         let loaded = read.loaded
         let healthRecord = read.health
         untrustedBecause = read.trustProblem?.message
@@ -89,19 +89,10 @@ struct StatusReport {
         self.health = health
         writeProblem = Self.writeProblem(workspace.directory)
         pendingSwitch = SwitchJournal.exists(in: workspace.directory)
-        let verifier = workspace.verifier()
         var slots: [BuildSlot: (Manifest.SlotRecord, String?)] = [:]
-        for slot in BuildSlot.allCases {
-            var problem: String?
-            do { _ = try verifier.verify(slot) } catch { problem = error.message }
-            slots[slot] = (workspace.manifest[slot], problem)
-        }
+        for slot in BuildSlot.allCases { slots[slot] = (workspace.manifest[slot], install.slotProblems[slot]) }
         // The launcher's planner, from the same inputs: what it runs is what status names.
-        let manifest = workspace.manifest, directory = workspace.directory, trusted = read.isTrusted
-        let planner = LaunchPlanner(manifest: manifest, state: loaded, isTrusted: trusted, health: healthRecord,
-                                    healthProblem: read.healthProblem, forcedSlot: environmentValue("SWITCHBACK_SLOT"),
-                                    slotProblem: { slots[$0]?.1 },
-                                    dataFloor: { Launcher.dataFloor(manifest: manifest, directory: directory, trusted: trusted) })
+        let manifest = workspace.manifest, planner = install.planner
         let plan: LaunchPlan
         do { plan = try planner.plan() } catch { throw .failure(error.message) }
         warning = plan.health?.message

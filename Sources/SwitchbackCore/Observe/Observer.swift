@@ -205,10 +205,22 @@ public enum Observer {
         }
         return MetricsSnapshot(
             appID: manifest.appID, install: install, rolloutBucket: bucket, stateDirectory: directory.path,
-            current: slot(.current), previous: slot(.previous), activeSlot: state.slot,
+            current: slot(.current), previous: slot(.previous), activeSlot: plannedSlot(directory: directory, manifest: manifest) ?? state.slot,
             source: state.source == .default ? "none" : state.source.rawValue, rollback: state.rollback,
             remote: remote, counts: counts, writtenAt: now, hasAnalysis: Supervisor.Analyzer.isConfigured(manifest),
             probation: Supervisor.Analyzer.isConfigured(manifest) ? (try? ProbationRecord.load(in: directory)) ?? nil : nil)
+    }
+
+    /// The slot the next start runs, as the launcher's planner decides it from what is on
+    /// disk (`InstallOnDisk`, which `rollbackctl status` asks too): a fallback, an untrusted
+    /// state, data that cannot go back or a forced slot make it differ from the flag. Nil
+    /// outside a bundle (a library's tests) or when the planner cannot decide.
+    static func plannedSlot(directory: StateDirectory, manifest: Manifest) -> BuildSlot? {
+        guard let executable = FileSystem.executablePath() else { return nil }
+        let root = FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: executable))
+        let install = InstallOnDisk(manifest: manifest, directory: directory, bundleRoot: root,
+                                    forcedSlot: environmentValue("SWITCHBACK_SLOT"))
+        return (try? install.planner.plan())?.decision.slot
     }
 
     /// N from "... (directive serial N)" or "... directive serial N ...".
