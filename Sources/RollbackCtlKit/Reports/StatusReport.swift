@@ -197,7 +197,7 @@ struct StatusReport {
         var lines = [sentence]
         if let warning { lines.append(warning) }
         if let writeProblem { lines.append("WARNING: \(writeProblem)") }
-        if pendingSwitch { lines.append("A switch was interrupted between the data and the flag; the next rollbackctl command or start finishes or undoes it.") }
+        if pendingSwitch { lines.append("A switch was interrupted between the data and the flag; the next rollbackctl command or start finishes it (the slot above is the one it runs then) or, if the data cannot be converted back, undoes it and runs the current slot.") }
         lines.append("Rollback flag: \(state.rollback ? "set" : "clear") (source: \(state.source.rawValue)\(state.changedAt.map { ", since \(formatUTC($0))" } ?? ""))")
         for slot in BuildSlot.allCases {
             guard let (record, problem) = slots[slot] else { continue }

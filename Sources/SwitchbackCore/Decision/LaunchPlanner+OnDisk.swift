@@ -1,13 +1,19 @@
 /// The planner of the next start of an install, from what is on disk now, read the way the
 /// launcher reads it: the state and health through `StartState` (an untrusted directory
 /// decides only through a rejection it records), each slot's checks before mapping (with the
-/// verified cache), and the data's reader floor. `rollbackctl status` names the slot it
+/// verified cache), the data's reader floor, and a switch interrupted between the data and the
+/// flag (`switch.pending`), which the next start finishes before it plans (`Switcher.recover`),
+/// so the plan is made from the flag that switch writes. `rollbackctl status` names the slot it
 /// plans, and the metrics' `switchback_active_slot` exports the same one, so the two cannot
 /// disagree (docs/design.md, "Who decides what").
 public struct InstallOnDisk {
     public let read: StartState
     /// Why each slot cannot run, nil when it can.
     public let slotProblems: [BuildSlot: String]
+    /// The interrupted switch the next start finishes before it runs anything, if any (one
+    /// for this bundle's current build, in a trusted directory). If the data then cannot be
+    /// converted back, that start undoes it and the current slot runs: the plan cannot know.
+    public let pendingSwitch: SwitchJournal?
     public let planner: LaunchPlanner
 
     public init(manifest: Manifest, directory: StateDirectory, bundleRoot: String, forcedSlot: String?) {
@@ -20,11 +26,24 @@ public struct InstallOnDisk {
             do { _ = try verifier.verify(slot) } catch { problems[slot] = error.message }
         }
         let trusted = read.isTrusted
+        var loaded = read.loaded
+        var pending: SwitchJournal?
+        if trusted, case .success(let journal)? = SwitchJournal.load(in: directory), journal.fromBuild == manifest.current.sha256 {
+            pending = journal
+            loaded.state = PersistedState(rollback: journal.rollback, source: journal.source, reason: journal.reason,
+                                          changedAt: journal.startedAt, fromBuild: BuildIdentity(manifest, .current),
+                                          toBuild: BuildIdentity(manifest, .previous))
+            loaded.isFirstStart = false  // the switch writes the state file
+            loaded.problem = nil
+            loaded.recoveredFromHistory = false
+        }
         self.read = read
         slotProblems = problems
-        planner = LaunchPlanner(manifest: manifest, state: read.loaded, isTrusted: trusted, health: read.health,
+        pendingSwitch = pending
+        planner = LaunchPlanner(manifest: manifest, state: loaded, isTrusted: trusted, health: read.health,
                                 healthProblem: read.healthProblem, forcedSlot: forcedSlot,
                                 slotProblem: { problems[$0] },
-                                dataFloor: { Launcher.dataFloor(manifest: manifest, directory: directory, trusted: trusted) })
+                                // Finishing the switch converts the data first.
+                                dataFloor: { pending != nil ? nil : Launcher.dataFloor(manifest: manifest, directory: directory, trusted: trusted) })
     }
 }
