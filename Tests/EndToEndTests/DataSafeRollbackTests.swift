@@ -304,6 +304,43 @@ import Glibc
         #expect(event.reason?.contains(archive) == true)
     }
 
+    /// A flag that selects the previous build (a state file restored from a backup, here)
+    /// over data with no way back: the start converts nothing and runs the current build;
+    /// status names the same slot and the same refusal, from the plan the current build
+    /// published, and so does a forced previous slot.
+    @Test func statusNamesTheSlotTheStartRunsWhenTheDataHasNoWayBack() throws {
+        let t = try TestBundle()
+        let env = Self.noRevert
+        try Self.add(t, "old", env.merging(["SWITCHBACK_SLOT": "previous"]) { $1 })
+        try Self.add(t, "new", env)
+        try FileManager.default.removeItem(atPath: t.state + "/data.versions/snapshots")
+        try FileManager.default.removeItem(atPath: t.state + "/data-state")
+        _ = try t.launcher(environment: env)
+        try #require(try Self.data(t).rollbackPlan == "refused")
+        let sha = { (slot: String) in try t.manifestValue(slot + ".sha256") }
+        let state = "format=2\nrollback=true\nsource=cli\nreason=restored from a backup\nchanged_at=\(Int(Date().timeIntervalSince1970))\n"
+            + "from.sha256=\(try sha("current"))\nfrom.version=\(t.currentVersion)\nto.sha256=\(try sha("previous"))\nto.version=\(t.previousVersion)\nend=ok\n"
+        try state.write(toFile: t.state + "/state", atomically: true, encoding: .utf8)
+        try shell("chmod", "600", t.state + "/state")
+
+        let status = try t.status(environment: env)
+        #expect(status.activeSlot == "current", "\(status)")
+        #expect(status.reasonCode == "data-not-convertible", "\(status)")
+        let sentence = try t.rollbackctl("status").stdout
+        let refusal = "revious build (\(t.previousVersion)) cannot read the data the current build (\(t.currentVersion)) left, and it cannot be converted back: "
+        #expect(sentence.contains(refusal), "\(sentence)")
+        let start = try t.launcher(environment: env)
+        #expect(start.stdout.hasPrefix(t.greeting(.current)), "\(start)")
+        #expect(start.stderr.contains(refusal), "\(start)")
+        #expect(try Self.notes(t, env) == ["old", "new"], "the data is unchanged")
+
+        // A forced previous slot: both refuse, with the same sentence's start.
+        let forced = try t.status(environment: env.merging(["SWITCHBACK_SLOT": "previous"]) { $1 })
+        #expect(forced.refusal?.contains(refusal) == true, "\(forced)")
+        let forcedStart = try t.launcher(environment: env.merging(["SWITCHBACK_SLOT": "previous"]) { $1 })
+        #expect(forcedStart.status != 0 && forcedStart.stderr.contains(refusal), "\(forcedStart)")
+    }
+
     @Test func rollbackHelpDocumentsForce() throws {
         let t = try TestBundle()
         let help = try t.rollbackctl("rollback", "--help")

@@ -43,7 +43,15 @@ public struct InstallOnDisk {
         planner = LaunchPlanner(manifest: manifest, state: loaded, isTrusted: trusted, health: read.health,
                                 healthProblem: read.healthProblem, forcedSlot: forcedSlot,
                                 slotProblem: { problems[$0] },
-                                // Finishing the switch converts the data first.
-                                dataFloor: { pending != nil ? nil : Launcher.dataFloor(manifest: manifest, directory: directory, trusted: trusted) })
+                                // Finishing a pending switch converts the data first, as a
+                                // start does; if it cannot, the switch is undone (below).
+                                dataFloor: { Launcher.dataFloor(manifest: manifest, directory: directory, trusted: trusted) },
+                                // The start converts, and stays on the current build when the
+                                // data has no way back: the plan the current build published says so.
+                                conversionRefusal: {
+                                    guard let data = DataState.load(in: directory, for: manifest), data.plan == .refused else { return nil }
+                                    return DataDowngrade.refusal(.init(status: .refused, message: data.detail ?? "the current build published no way back"),
+                                                                 command: "rollbackctl rollback", manifest: manifest)
+                                })
     }
 }

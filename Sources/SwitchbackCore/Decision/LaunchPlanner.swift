@@ -43,12 +43,17 @@ public struct LaunchPlanner {
     /// version (the data must be converted back before the previous build runs), else nil.
     /// Asked lazily, only when the previous slot would run.
     public var dataFloor: () -> String?
+    /// Why the data cannot be converted back for the previous build, as far as can be known
+    /// without converting it (a whole sentence), nil when it can or nothing says. The launcher
+    /// converts and learns (`afterRefusedConversion`); a reader at rest (`InstallOnDisk`:
+    /// status, the metrics) asks the plan the current build published. Asked lazily.
+    public var conversionRefusal: () -> String?
 
     public init(manifest: Manifest, state: LoadedState, isTrusted: Bool, health: HealthRecord,
                 healthProblem: SwitchbackError? = nil, forcedSlot: String?,
                 earlierFailure: (slot: BuildSlot, message: String)? = nil, running: BuildSlot? = nil,
                 checksSlots: Bool = true, slotProblem: @escaping (BuildSlot) -> String? = { _ in nil },
-                dataFloor: @escaping () -> String? = { nil }) {
+                dataFloor: @escaping () -> String? = { nil }, conversionRefusal: @escaping () -> String? = { nil }) {
         self.manifest = manifest
         self.state = state
         self.isTrusted = isTrusted
@@ -60,6 +65,7 @@ public struct LaunchPlanner {
         self.checksSlots = checksSlots
         self.slotProblem = slotProblem
         self.dataFloor = dataFloor
+        self.conversionRefusal = conversionRefusal
     }
 
     /// Plans the start. Throws `.invalidArgument` for a bad `SWITCHBACK_SLOT` (exit 64).
@@ -137,6 +143,7 @@ public struct LaunchPlanner {
         if let broken = slotProblem(.current) {
             return afterRefusedConversion(plan, problem: LaunchPlan.conversionUnavailable(manifest: manifest, message: broken))
         }
+        if let refused = conversionRefusal() { return afterRefusedConversion(plan, problem: refused) }
         plan.convertsData = true
         return plan
     }
