@@ -63,14 +63,8 @@ struct VerdictCommand {
         let version = manifest[slot].version
         do {
             try workspace.health.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var health = record.health(of: slot, in: manifest)
-                let now = currentUnixTime()
-                health.verdict = good ? .good : .bad
-                health.markedBy = good ? nil : .cli
-                health.changedAt = now
-                if good { health.lastGoodAt = now; health.failedStarts = 0 }
-                health.note = good ? "marked good with rollbackctl" : "marked bad with rollbackctl"
-                record.set(health)
+                record.mark(BuildIdentity(manifest, slot), good ? .good : .bad(by: .cli), tries: manifest.trialTries,
+                            note: good ? "marked good with rollbackctl" : "marked bad with rollbackctl", at: currentUnixTime())
             }
             // A verdict is no history event: the metrics file (slot health) is rewritten here.
             Observer.refreshMetrics(in: workspace.directory, manifest: manifest)

@@ -26,6 +26,40 @@ public struct HealthRecord: Sendable, Equatable {
         health(of: BuildIdentity(manifest, slot), tries: manifest.trialTries)
     }
 
+    /// A verdict an operator, the launcher, the supervisor or a bake window gives a build.
+    public enum Mark: Sendable, Equatable {
+        /// Good: its tries are refilled (no unmarked start counts any more) and `lastGoodAt` is now.
+        case good
+        /// Bad, by whom: `.auto` (crashes, tries run out, a failed bake window), `.cli` or
+        /// `.remote` (a rejection, which automatic rollback never undoes).
+        case bad(by: ChoiceSource)
+    }
+
+    /// The one way a verdict is written (the launcher, the supervisor, a bake window, a
+    /// switch's rejection, `rollbackctl mark-good|mark-bad`): every writer sets the same fields
+    /// the same way. With `keepingRejection`, a build already rejected keeps who rejected it
+    /// and why. Returns the verdict as recorded.
+    @discardableResult
+    public mutating func mark(_ build: BuildIdentity, _ mark: Mark, tries: Int, note: String, at now: Int64,
+                              keepingRejection: Bool = false) -> SlotHealth {
+        var health = self.health(of: build, tries: tries)
+        if keepingRejection && health.isRejected { return health }
+        switch mark {
+        case .good:
+            health.verdict = .good
+            health.markedBy = nil
+            health.failedStarts = 0
+            health.lastGoodAt = now
+        case .bad(let by):
+            health.verdict = .bad
+            health.markedBy = by
+        }
+        health.changedAt = now
+        health.note = note
+        set(health)
+        return health
+    }
+
     /// Records `health` for its build, replacing what was known about that build.
     public mutating func set(_ health: SlotHealth) {
         if let index = builds.firstIndex(where: { $0.build == health.build }) {

@@ -158,12 +158,9 @@ public enum Launcher {
             changed = true
             do {
                 try store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                    var health = record.health(of: bad, in: manifest)
-                    health.verdict = .bad
-                    health.markedBy = .auto
-                    health.changedAt = currentUnixTime()
-                    health.note = "\(health.failedStarts) \(health.failedStarts == 1 ? "start" : "starts") without a good mark"
-                    record.set(health)
+                    let starts = record.health(of: bad, in: manifest).failedStarts
+                    record.mark(BuildIdentity(manifest, bad), .bad(by: .auto), tries: manifest.trialTries,
+                                note: "\(starts) \(starts == 1 ? "start" : "starts") without a good mark", at: currentUnixTime())
                 }
             } catch {
                 printError("launcher: The \(bad.rawValue) build (\(manifest[bad].version)) ran out of tries, but its bad verdict could not be recorded (\(error.message)).")

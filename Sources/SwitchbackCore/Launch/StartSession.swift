@@ -42,15 +42,7 @@ public final class StartSession: @unchecked Sendable {
         if isGood { return 0 }
         do {
             try store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var health = record.health(of: build, tries: tries)
-                let now = currentUnixTime()
-                health.verdict = .good
-                health.markedBy = nil
-                health.failedStarts = 0
-                health.lastGoodAt = now
-                health.changedAt = now
-                health.note = note
-                record.set(health)
+                record.mark(build, .good, tries: tries, note: note, at: currentUnixTime())
             }
             isGood = true
             return 0

@@ -23,12 +23,7 @@ extension Supervisor {
         let identity = BuildIdentity(sha256: build, version: manifest[slot].version)
         do {
             try store.update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var health = record.health(of: identity, tries: manifest.trialTries)
-                health.verdict = .bad
-                health.markedBy = by
-                health.changedAt = currentUnixTime()
-                health.note = why
-                record.set(health)
+                record.mark(identity, .bad(by: by), tries: manifest.trialTries, note: why, at: currentUnixTime())
             }
         } catch {
             Launcher.printError("launcher: supervisor: the \(slot.rawValue) build \(why), but its bad verdict could not be recorded (\(error.message)).")

@@ -246,13 +246,7 @@ extension Supervisor {
         let identity = BuildIdentity(sha256: build, version: manifest[slot].version)
         do {
             try HealthStore(directory: directory).update(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var health = record.health(of: identity, tries: manifest.trialTries)
-                health.verdict = .good
-                health.markedBy = nil
-                health.changedAt = currentUnixTime()
-                health.lastGoodAt = health.changedAt
-                health.note = note
-                record.set(health)
+                record.mark(identity, .good, tries: manifest.trialTries, note: note, at: currentUnixTime())
             }
         } catch {
             Launcher.printError("launcher: supervisor: the \(slot.rawValue) build \(note), but its good mark could not be recorded (\(error.message)).")

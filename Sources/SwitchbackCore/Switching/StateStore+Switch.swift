@@ -75,14 +75,9 @@ extension StateStore {
                                    fromBuild: from, toBuild: to)
         if rollback && (source == .cli || source == .remote) {
             try health.updateLocked(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var health = record.health(of: from, tries: manifest.trialTries)
-                if health.isRejected { return }  // already rejected: keep who did it and why
-                health.verdict = .bad
-                health.markedBy = source
-                health.changedAt = now
                 let who = source == .cli ? "an operator rolled back from it" : "a signed remote directive rolled back from it"
-                health.note = reason.map { "\(who): \($0)" } ?? who
-                record.set(health)
+                record.mark(from, .bad(by: source), tries: manifest.trialTries, note: reason.map { "\(who): \($0)" } ?? who,
+                            at: now, keepingRejection: true)
             }
         }
         try save(state)

@@ -1,0 +1,37 @@
+import SwitchbackCore
+import Testing
+
+/// `HealthRecord.mark`, the one way a verdict is written (docs/design.md, "Who decides what").
+struct HealthMarkTests {
+    let build = BuildIdentity(sha256: String(repeating: "a", count: 64), version: "1.3.0")
+
+    @Test func aGoodMarkRefillsTheTriesAndDatesTheGoodVerdict() {
+        var record = HealthRecord()
+        var used = record.health(of: build, tries: 3)
+        used.verdict = .trial(triesLeft: 1)
+        used.failedStarts = 2
+        record.set(used)
+        let marked = record.mark(build, .good, tries: 3, note: "ready: READY=1", at: 1_795_000_000)
+        #expect(marked.isGood && marked.failedStarts == 0 && marked.markedBy == nil)
+        #expect(marked.lastGoodAt == 1_795_000_000 && marked.changedAt == 1_795_000_000 && marked.note == "ready: READY=1")
+        #expect(record.health(of: build, tries: 3) == marked)
+    }
+
+    @Test func aBadMarkSaysWhoAndOnlyAnOperatorOrADirectiveRejects() {
+        var record = HealthRecord()
+        let auto = record.mark(build, .bad(by: .auto), tries: 3, note: "3 starts without a good mark", at: 10)
+        #expect(auto.isBad && !auto.isRejected && auto.markedBy == .auto)
+        let cli = record.mark(build, .bad(by: .cli), tries: 3, note: "marked bad with rollbackctl", at: 20)
+        #expect(cli.isRejected && cli.changedAt == 20)
+    }
+
+    @Test func keepingRejectionKeepsWhoRejectedAndWhy() {
+        var record = HealthRecord()
+        record.mark(build, .bad(by: .cli), tries: 3, note: "an operator rolled back from it: corrupts notes", at: 10)
+        let kept = record.mark(build, .bad(by: .remote), tries: 3, note: "a signed remote directive rolled back from it", at: 20,
+                               keepingRejection: true)
+        #expect(kept.markedBy == .cli && kept.note == "an operator rolled back from it: corrupts notes" && kept.changedAt == 10)
+        // Without it, a later verdict replaces the rejection (rollbackctl mark-good).
+        #expect(record.mark(build, .good, tries: 3, note: "marked good with rollbackctl", at: 30).isGood)
+    }
+}
