@@ -34,4 +34,15 @@ struct HealthMarkTests {
         // Without it, a later verdict replaces the rejection (rollbackctl mark-good).
         #expect(record.mark(build, .good, tries: 3, note: "marked good with rollbackctl", at: 30).isGood)
     }
+
+    /// Where a build marked bad while it runs hands over: the rule `HealthPolicy.choose` uses.
+    @Test func aBadBuildHandsOverOnlyToABuildNeitherRejectedNorBad() {
+        var record = HealthRecord()
+        let other = BuildIdentity(sha256: String(repeating: "b", count: 64), version: "1.2.0")
+        #expect(HealthPolicy.handover(from: .current, otherHealth: record.health(of: other, tries: 3)) == .switchToOther)
+        let bad = record.mark(other, .bad(by: .auto), tries: 3, note: "crashed", at: 1)
+        #expect(HealthPolicy.handover(from: .current, otherHealth: bad) == .otherBad)
+        let rejected = record.mark(other, .bad(by: .remote), tries: 3, note: "a signed remote directive rolled back from it", at: 2)
+        #expect(HealthPolicy.handover(from: .current, otherHealth: rejected) == .otherRejected(note: "a signed remote directive rolled back from it"))
+    }
 }

@@ -12,6 +12,26 @@ public struct HealthChoice: Sendable {
 
 /// Automatic rollback, as a pure function of the decision, both verdicts and the versions.
 public enum HealthPolicy {
+    /// Where a build just marked bad hands over, for the writers that mark it while it runs
+    /// (the supervisor's crashes and failed bake windows, `rollbackctl mark-bad`), by the rule
+    /// `choose` applies at a start: never to a build that was rejected (an operator's or a
+    /// directive's choice wins), nor to one that is bad too.
+    public enum Handover: Sendable, Equatable {
+        /// Switch to the other slot.
+        case switchToOther
+        /// The other build was rejected; the note says who and why.
+        case otherRejected(note: String)
+        /// The other build is bad too, by an automatic verdict.
+        case otherBad
+    }
+
+    /// The handover after `slot`'s build was marked bad, given the other slot's verdict.
+    public static func handover(from slot: BuildSlot, otherHealth: SlotHealth) -> Handover {
+        if otherHealth.isRejected { return .otherRejected(note: otherHealth.note ?? "marked bad") }
+        if otherHealth.isBad { return .otherBad }
+        return .switchToOther
+    }
+
     /// Applies the verdicts to `decision`:
     /// - a build on trial with no tries left is marked bad now;
     /// - a bad build does not run: the other slot runs and the flag follows it (source `auto`),

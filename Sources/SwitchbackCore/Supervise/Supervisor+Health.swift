@@ -30,9 +30,10 @@ extension Supervisor {
         }
         let other = record.health(of: slot.other, in: manifest)
         let description = "the \(slot.rawValue) build (\(manifest[slot].version)) \(why)"
-        if other.isRejected {
-            Launcher.printError("launcher: supervisor: WARNING: \(description), but automatic rollback will not switch to the \(slot.other.rawValue) build (\(manifest[slot.other].version)), which was rejected: \(other.note ?? "marked bad"). Fix the build, or choose one with rollbackctl.")
-        } else if !other.isBad {
+        switch HealthPolicy.handover(from: slot, otherHealth: other) {
+        case .otherRejected(let note):
+            Launcher.printError("launcher: supervisor: WARNING: \(description), but automatic rollback will not switch to the \(slot.other.rawValue) build (\(manifest[slot.other].version)), which was rejected: \(note). Fix the build, or choose one with rollbackctl.")
+        case .switchToOther:
             let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
             if slot == .current, machine.serving != nil, switcher.dataNeedsConversionBack() {
                 // A child of the current build serves (a failed bake window, rollbackctl abort):
@@ -56,7 +57,7 @@ extension Supervisor {
                 return
             }
             Launcher.printError("launcher: supervisor: \(description); starting the \(slot.other.rawValue) slot (\(manifest[slot.other].version)) instead.")
-        } else {
+        case .otherBad:
             Launcher.printError("launcher: supervisor: \(description), and the \(slot.other.rawValue) build is bad too.")
         }
     }
