@@ -270,8 +270,9 @@ import Glibc
         #expect(FileManager.default.fileExists(atPath: archive + "/notes.v2"))
     }
 
-    @Test func aRollbackThatWouldStrandTheDataIsRefusedAndForceArchivesIt() throws {
-        let t = try TestBundle()
+    /// Notes "old" (by the previous build) and "new" (by the current one, whose step has no
+    /// revert), the snapshot removed, and the current build's plan published again after it.
+    static func dataWithNoWayBack(_ t: TestBundle) throws {
         let env = Self.noRevert
         try Self.add(t, "old", env.merging(["SWITCHBACK_SLOT": "previous"]) { $1 })
         try Self.add(t, "new", env)
@@ -279,6 +280,12 @@ import Glibc
         // The plan published at the last start predates the removal: start once more.
         try FileManager.default.removeItem(atPath: t.state + "/data-state")
         _ = try t.launcher(environment: env)
+    }
+
+    @Test func aRollbackThatWouldStrandTheDataIsRefusedAndForceArchivesIt() throws {
+        let t = try TestBundle()
+        let env = Self.noRevert
+        try Self.dataWithNoWayBack(t)
         let data = try Self.data(t)
         #expect(data.rollbackPlan == "refused")
         #expect(data.rollbackDataSafe == false)
@@ -311,11 +318,7 @@ import Glibc
     @Test func statusNamesTheSlotTheStartRunsWhenTheDataHasNoWayBack() throws {
         let t = try TestBundle()
         let env = Self.noRevert
-        try Self.add(t, "old", env.merging(["SWITCHBACK_SLOT": "previous"]) { $1 })
-        try Self.add(t, "new", env)
-        try FileManager.default.removeItem(atPath: t.state + "/data.versions/snapshots")
-        try FileManager.default.removeItem(atPath: t.state + "/data-state")
-        _ = try t.launcher(environment: env)
+        try Self.dataWithNoWayBack(t)
         try #require(try Self.data(t).rollbackPlan == "refused")
         let sha = { (slot: String) in try t.manifestValue(slot + ".sha256") }
         let state = "format=2\nrollback=true\nsource=cli\nreason=restored from a backup\nchanged_at=\(Int(Date().timeIntervalSince1970))\n"
