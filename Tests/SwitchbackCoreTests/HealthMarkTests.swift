@@ -39,10 +39,23 @@ struct HealthMarkTests {
     @Test func aBadBuildHandsOverOnlyToABuildNeitherRejectedNorBad() {
         var record = HealthRecord()
         let other = BuildIdentity(sha256: String(repeating: "b", count: 64), version: "1.2.0")
-        #expect(HealthPolicy.handover(from: .current, otherHealth: record.health(of: other, tries: 3)) == .switchToOther)
+        #expect(HealthPolicy.handover(to: record.health(of: other, tries: 3)) == .switchToOther)
         let bad = record.mark(other, .bad(by: .auto), tries: 3, note: "crashed", at: 1)
-        #expect(HealthPolicy.handover(from: .current, otherHealth: bad) == .otherBad)
+        #expect(HealthPolicy.handover(to: bad) == .otherBad)
         let rejected = record.mark(other, .bad(by: .remote), tries: 3, note: "a signed remote directive rolled back from it", at: 2)
-        #expect(HealthPolicy.handover(from: .current, otherHealth: rejected) == .otherRejected(note: "a signed remote directive rolled back from it"))
+        #expect(HealthPolicy.handover(to: rejected) == .otherRejected(note: "a signed remote directive rolled back from it"))
+    }
+}
+
+/// The app's sentences about its data pass the one boundary for outside text before status
+/// or a refusal prints them: no escape sequence reaches the operator's terminal.
+struct DataTextTests {
+    @Test func thePublishedDetailIsOneLineOfPrintableText() throws {
+        let file = "published_by=1.2.0\npublished_at=1795000000\nreader_floor=1.2.0\nrollback_to=1.1.0\nrollback=refused\n"
+            + "detail=no revert \u{1B}]0;owned\u{07}\u{1B}[31mred\nend=ok\n"
+        let data = try DataState.parse(Array(file.utf8), path: "/x/data-state")
+        let detail = try #require(data.detail)
+        #expect(!detail.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F }, "\(detail.debugDescription)")
+        #expect(detail.hasPrefix("no revert"))
     }
 }

@@ -75,7 +75,7 @@ struct VerdictCommand {
             console.out("Marked the \(slot.rawValue) build (\(version)) bad.")
             let loaded = workspace.store.load()
             let otherHealth = workspace.health.load().record.health(of: slot.other, in: manifest)
-            if loaded.state.slot == slot, HealthPolicy.handover(from: slot, otherHealth: otherHealth) == .switchToOther {
+            if loaded.state.slot == slot, HealthPolicy.handover(to: otherHealth) == .switchToOther {
                 _ = try workspace.switchFlag(rollback: slot.other == .previous, source: .cli,
                                              reason: "the \(slot.rawValue) build (\(version)) was marked bad with rollbackctl", console)
                 console.out("The next start runs the \(slot.other.rawValue) slot (\(manifest[slot.other].version)).")

@@ -1,7 +1,7 @@
 /// The planner of the next start of an install, from what is on disk now, read the way the
 /// launcher reads it: the state and health through `StartState` (an untrusted directory
 /// decides only through a rejection it records), each slot's checks before mapping (with the
-/// verified cache), the data's reader floor, and a switch interrupted between the data and the
+/// verified cache when the directory is trusted), the data's reader floor, and a switch interrupted between the data and the
 /// flag (`switch.pending`), which the next start finishes before it plans (`Switcher.recover`),
 /// so the plan is made from the flag that switch writes. `rollbackctl status` names the slot it
 /// plans, and the metrics' `switchback_active_slot` exports the same one, so the two cannot
@@ -20,7 +20,10 @@ public struct InstallOnDisk {
         var directoryProblem: SwitchbackError?
         do { try directory.checkPermissions() } catch { directoryProblem = error }
         let read = StartState.load(directory: directory, directoryProblem: directoryProblem, manifest: manifest)
-        let verifier = SlotVerifier(bundleRoot: bundleRoot, manifest: manifest, cache: VerifiedCache(path: directory.verifiedCachePath))
+        // The verified cache only in a trusted directory, as the launcher: an entry another
+        // user planted would pass a slot the start hashes and refuses.
+        let verifier = SlotVerifier(bundleRoot: bundleRoot, manifest: manifest,
+                                    cache: read.isTrusted ? VerifiedCache(path: directory.verifiedCachePath) : nil)
         var problems: [BuildSlot: String] = [:]
         for slot in BuildSlot.allCases {
             do { _ = try verifier.verify(slot) } catch { problems[slot] = error.message }

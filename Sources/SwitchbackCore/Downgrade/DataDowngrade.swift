@@ -3,6 +3,7 @@ import Glibc
 #endif
 import CSwitchbackContract
 import CSwitchbackSystem
+import SwitchbackFiles
 
 /// Makes the app's data readable by the previous slot before a switch to it, by running
 /// the current build's downgrade entry point (`switchback_downgrade`) in a process of its
@@ -192,7 +193,8 @@ public struct DataDowngrade: Sendable {
             case "reader_floor":
                 outcome.readerFloor = value
             case "message":
-                outcome.message = value
+                // The app's sentence, printed in the refusal (stderr, rollbackctl's output).
+                outcome.message = OutsideText(value, limit: Limits.storedReasonBytes).text
             default:
                 continue
             }

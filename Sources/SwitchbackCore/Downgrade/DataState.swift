@@ -1,3 +1,4 @@
+import SwitchbackFiles
 /// What the current build last published about its data, in `data-state` in the state
 /// directory: the data's reader floor (the oldest version that can read it) and what a
 /// rollback to the previous slot would have to do. The app writes it at every start after
@@ -65,7 +66,9 @@ public struct DataState: Sendable, Equatable {
         let build = text["published_build"]
         return DataState(publishedBy: publishedBy, publishedBuild: build?.isEmpty == true ? nil : build, publishedAt: try text.integer("published_at", in: ValueRange.unixTime, invalid: invalid),
                          readerFloor: floor.isEmpty ? nil : floor, rollbackTo: rollbackTo, plan: plan,
-                         detail: text["detail"])
+                         // The app's sentence, shown by status and in refusals: one line of
+                         // printable text, whatever the app wrote (OutsideText).
+                         detail: text["detail"].map { OutsideText($0, limit: Limits.storedReasonBytes).text })
     }
 
     /// The file's text, as the app writes it (see `DataStatePublisher` in the sample app).

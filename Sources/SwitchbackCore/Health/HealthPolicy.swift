@@ -25,8 +25,8 @@ public enum HealthPolicy {
         case otherBad
     }
 
-    /// The handover after `slot`'s build was marked bad, given the other slot's verdict.
-    public static func handover(from slot: BuildSlot, otherHealth: SlotHealth) -> Handover {
+    /// The handover after a build was marked bad, given the other slot's verdict.
+    public static func handover(to otherHealth: SlotHealth) -> Handover {
         if otherHealth.isRejected { return .otherRejected(note: otherHealth.note ?? "marked bad") }
         if otherHealth.isBad { return .otherBad }
         return .switchToOther

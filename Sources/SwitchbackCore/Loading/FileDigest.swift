@@ -101,11 +101,14 @@ public enum FileDigest {
     }
 
     /// Whether `text` is a SHA-256 as written here: 64 lowercase hex digits.
-    public static func isHexDigest(_ text: String) -> Bool {
+    public static func isHexDigest(_ text: String) -> Bool { isLowercaseHex(text, digits: 64) }
+
+    /// Whether `text` is exactly `digits` lowercase hex digits (a digest, an install id).
+    public static func isLowercaseHex(_ text: String, digits: Int) -> Bool {
         // On the contiguous bytes: the launcher checks both slots' digests at every start.
         var text = text
         return text.withUTF8 { bytes in
-            bytes.count == 64 && bytes.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
+            bytes.count == digits && bytes.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
         }
     }
 }

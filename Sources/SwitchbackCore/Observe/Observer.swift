@@ -115,9 +115,10 @@ public enum Observer {
         let install: String
         let bucket: Int
         do {
-            install = try RemoteStore(directory: directory).installID()
+            let store = RemoteStore(directory: directory)
+            install = try store.installID()
             bucket = RolloutBucket.bucket(sha256: try FileDigest.sha256(of: RolloutBucket.hashInput(installID: install, appID: manifest.appID),
-                                                                       what: RemoteStore(directory: directory).installIDPath))
+                                                                       what: store.installIDPath))
         } catch {
             return warnOnce("Warning: the metrics file was not written: the install's id is needed for its name and labels, and \(error.clause). The switch itself is done.")
         }
@@ -216,8 +217,7 @@ public enum Observer {
     /// state, data that cannot go back or a forced slot make it differ from the flag. Nil
     /// outside a bundle (a library's tests) or when the planner cannot decide.
     static func plannedSlot(directory: StateDirectory, manifest: Manifest) -> BuildSlot? {
-        guard let executable = FileSystem.executablePath() else { return nil }
-        let root = FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: executable))
+        guard let root = Launcher.bundleRoot() else { return nil }
         let install = InstallOnDisk(manifest: manifest, directory: directory, bundleRoot: root,
                                     forcedSlot: environmentValue("SWITCHBACK_SLOT"))
         return (try? install.planner.plan())?.decision.slot
@@ -243,8 +243,7 @@ public enum Observer {
 
     /// The manifest of the bundle the running executable belongs to (`<bundle>/bin/<exe>`).
     static func bundleManifest() -> Manifest? {
-        guard let executable = FileSystem.executablePath() else { return nil }
-        let root = FileSystem.parentDirectory(of: FileSystem.parentDirectory(of: executable))
+        guard let root = Launcher.bundleRoot() else { return nil }
         return try? Manifest.load(bundleRoot: root)
     }
 }

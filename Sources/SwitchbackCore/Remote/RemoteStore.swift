@@ -53,10 +53,7 @@ public struct RemoteStore: Sendable {
         if let id = try readInstallID() { return id }
         try directory.prepare()
         var generator = SystemRandomNumberGenerator()
-        let id = [generator.next(), generator.next()].map { (word: UInt64) -> String in
-            let hex = String(word, radix: 16)
-            return String(repeating: "0", count: 16 - hex.count) + hex
-        }.joined()
+        let id = FileDigest.hex((0..<16).map { _ in generator.next() as UInt8 })
         let (parent, name) = FileSystem.split(installIDPath)
         let folder = try FileSystem.directory(parent, what: "state directory")
         let published = try FileSystem.layer { () throws(FileError) in try folder.publishNew(name, with: Array((id + "\n").utf8), mode: 0o600) }
@@ -68,9 +65,7 @@ public struct RemoteStore: Sendable {
     }
 
     /// Whether `id` is an install id as written here: 32 lowercase hex digits.
-    public static func isInstallID(_ id: String) -> Bool {
-        id.utf8.count == 32 && id.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }
-    }
+    public static func isInstallID(_ id: String) -> Bool { FileDigest.isLowercaseHex(id, digits: 32) }
 
     private func readInstallID() throws(SwitchbackError) -> String? {
         guard let bytes = try FileSystem.read(installIDPath, limit: 4096) else { return nil }
@@ -78,7 +73,7 @@ public struct RemoteStore: Sendable {
         if id.isEmpty { return nil }
         // It names the install in metrics labels, file names and journal fields.
         guard Self.isInstallID(id) else {
-            throw SwitchbackError(.stateInvalid, "The install id \(installIDPath) is not 32 lowercase hex digits; remove the file and a new id is made at the next sync (the install's rollout bucket changes with it).", path: installIDPath)
+            throw SwitchbackError(.stateInvalid, "The install id \(installIDPath) is not 32 lowercase hex digits; remove the file and a new id is made at the next sync or recorded event (the install's rollout bucket and metrics label change with it).", path: installIDPath)
         }
         return id
     }

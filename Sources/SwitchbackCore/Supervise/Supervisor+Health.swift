@@ -30,7 +30,7 @@ extension Supervisor {
         }
         let other = record.health(of: slot.other, in: manifest)
         let description = "the \(slot.rawValue) build (\(manifest[slot].version)) \(why)"
-        switch HealthPolicy.handover(from: slot, otherHealth: other) {
+        switch HealthPolicy.handover(to: other) {
         case .otherRejected(let note):
             Launcher.printError("launcher: supervisor: WARNING: \(description), but automatic rollback will not switch to the \(slot.other.rawValue) build (\(manifest[slot.other].version)), which was rejected: \(note). Fix the build, or choose one with rollbackctl.")
         case .switchToOther:
