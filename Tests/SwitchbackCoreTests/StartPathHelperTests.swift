@@ -1,7 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import SwitchbackCore
+@testable import SwitchbackCore
 import Testing
 
 /// The start path's byte-level helpers: they decide what a slot is bound against and which
@@ -44,6 +44,18 @@ struct StartPathHelperTests {
         #expect(record.neededList == "/c/libz.so")
         #expect(record == Manifest.SlotRecord(version: record.version, build: record.build, abiStamp: record.abiStamp, size: record.size,
                                               sha256: record.sha256, needed: ["/c/libz.so"]))
+    }
+
+    @Test func bundleRelativeLibrariesResolveUnderTheBundleRoot() throws {
+        var record = try Manifest.parse(Array((Self.manifest + "current.needed=lib/a.so,,/abs/b.so,lib/c.so,\n").utf8), path: "manifest").current
+        record.resolveLibraries(in: "/opt/app")
+        #expect(record.neededList == "/opt/app/lib/a.so,/abs/b.so,/opt/app/lib/c.so")
+        record = try Manifest.parse(Array((Self.manifest + "current.needed=/abs/b.so,lib/c.so\n").utf8), path: "manifest").current
+        record.resolveLibraries(in: "/opt/app")  // a list that starts absolute is the bundler's old absolute form: kept as it is
+        #expect(record.neededList == "/abs/b.so,lib/c.so")
+        record = try Manifest.parse(Array((Self.manifest + "current.needed=,,\n").utf8), path: "manifest").current
+        record.resolveLibraries(in: "/opt/app")
+        #expect(record.neededList == "")
     }
 
     @Test func hexDigestIsSixtyFourLowercaseHexDigits() {

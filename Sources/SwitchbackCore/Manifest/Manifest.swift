@@ -35,14 +35,32 @@ public struct Manifest: Sendable, Equatable {
         /// was moved.
         mutating func resolveLibraries(in bundleRoot: String) {
             guard let first = neededList.utf8.first, first != 0x2F else { return }
-            var resolved = ""
-            resolved.reserveCapacity(neededList.utf8.count + 16 * (bundleRoot.utf8.count + 1))
-            for entry in neededList.utf8.split(separator: 0x2C) where !entry.isEmpty {
-                if !resolved.isEmpty { resolved += "," }
-                if entry.first != 0x2F { resolved += bundleRoot + "/" }
-                resolved += String(Substring(entry))
+            // One pass over the bytes into one new string: this runs for both slots at every
+            // start, and splitting into Substrings and appending cost the launcher more than
+            // parsing the rest of the manifest (docs/benchmarks.md, issue 38).
+            let root = Array(bundleRoot.utf8)
+            var list = neededList
+            neededList = list.withUTF8 { bytes in
+                let entries = bytes.reduce(1) { $1 == 0x2C ? $0 + 1 : $0 }
+                return String(unsafeUninitializedCapacity: bytes.count + entries * (root.count + 1)) { out in
+                    var written = 0, start = 0
+                    func put(_ byte: UInt8) { out[written] = byte; written += 1 }
+                    while start <= bytes.count {
+                        var end = start
+                        while end < bytes.count, bytes[end] != 0x2C { end += 1 }
+                        if end > start {
+                            if written > 0 { put(0x2C) }
+                            if bytes[start] != 0x2F {
+                                for byte in root { put(byte) }
+                                put(0x2F)
+                            }
+                            for index in start..<end { put(bytes[index]) }
+                        }
+                        start = end + 1
+                    }
+                    return written
+                }
             }
-            neededList = resolved
         }
 
         public init(version: String, build: String, abiStamp: String, size: Int64, sha256: String, needed: [String] = []) {
