@@ -20,14 +20,14 @@ import Testing
     /// A machine that drained its child for a handed-off rollback and saw it exit at 1.6.
     static func converting() -> Machine {
         var machine = serving()
-        _ = machine.handle(.switchRequested(request, why: why), at: at(1))
+        _ = machine.handle(.switchRequested(request, path: .stopFirst(why: why)), at: at(1))
         _ = machine.handle(.exited(pid: 100, .exited(0)), at: at(1.6))
         return machine
     }
 
     @Test func aHandedOffRollbackDrainsTheChildAtOnceAndStartsNothing() {
         var machine = Self.serving()
-        let actions = machine.handle(.switchRequested(Self.request, why: Self.why), at: Self.at(1))
+        let actions = machine.handle(.switchRequested(Self.request, path: .stopFirst(why: Self.why)), at: Self.at(1))
         #expect(actions == [.say("the persisted choice now selects the previous slot; stop-first: \(Self.why); stopping the current slot (pid 100) first, new connections wait in the queue."),
                             .notifySystemd(["RELOADING=1", "STATUS=Switching to the previous slot (1.2.0), stop-first", "MONOTONIC_USEC=1000000"]),
                             .drain(pid: 100), .publish])
@@ -45,7 +45,7 @@ import Testing
     /// changes nothing.
     @Test func aDrainedChildThatSaysItIsIdleIsStoppedAtOnce() {
         var machine = Self.serving()
-        _ = machine.handle(.switchRequested(Self.request, why: Self.why), at: Self.at(1))
+        _ = machine.handle(.switchRequested(Self.request, path: .stopFirst(why: Self.why)), at: Self.at(1))
         #expect(machine.handle(.drained(pid: 100), at: Self.at(1.004)) == [.kill(pid: 100, signal: SIGTERM)])
         #expect(machine.handle(.drained(pid: 100), at: Self.at(1.006)) == [])
         #expect(machine.handle(.drained(pid: 555), at: Self.at(1.006)) == [])
@@ -62,7 +62,7 @@ import Testing
 
     @Test func onceTheChildExitedTheDataIsConvertedThenTheTargetStarts() {
         var machine = Self.serving()
-        _ = machine.handle(.switchRequested(Self.request, why: Self.why), at: Self.at(1))
+        _ = machine.handle(.switchRequested(Self.request, path: .stopFirst(why: Self.why)), at: Self.at(1))
         #expect(machine.handle(.exited(pid: 100, .exited(0)), at: Self.at(1.6)) == [.convert(Self.request)])
         #expect(machine.pause?.step == .converting && machine.children.isEmpty)
         #expect(machine.handle(.converted(failure: nil), at: Self.at(2)) == [.spawn(.stopFirst(.previous))])
@@ -141,7 +141,7 @@ import Testing
 
     @Test func withoutSocketsTheChildIsStoppedWithSIGTERMAtOnce() {
         var machine = SupervisorMachineTests.serving(["supervise.grace_ms": "3000"], listeners: false)
-        let actions = machine.handle(.switchRequested(Self.request, why: Self.why), at: Self.at(1))
+        let actions = machine.handle(.switchRequested(Self.request, path: .stopFirst(why: Self.why)), at: Self.at(1))
         #expect(actions.contains(.kill(pid: 100, signal: SIGTERM)) && !actions.contains(.drain(pid: 100)))
         #expect(machine.handle(.tick, at: Self.at(4)) == [.kill(pid: 100, signal: SIGKILL)])
     }
@@ -167,8 +167,19 @@ import Testing
         _ = machine.handle(.start, at: Self.at(0))
         _ = machine.handle(.spawned(.first, pid: 100, intendedSlot: .previous, goodBuilds: []), at: Self.at(0))
         _ = machine.handle(.reported(pid: 100, slot: .previous, build: "prev"), at: Self.at(0))
-        #expect(machine.handle(.switchRequested(Self.request, why: Self.why), at: Self.at(1)) == [.convert(Self.request)])
+        #expect(machine.handle(.switchRequested(Self.request, path: .stopFirst(why: Self.why)), at: Self.at(1)) == [.convert(Self.request)])
         #expect(machine.handle(.converted(failure: nil), at: Self.at(1)) == [])
+    }
+
+    /// The data was converted between the request and the supervisor's reading of it (the
+    /// hand-off asked, then something else converted): the previous build reads it, so the
+    /// switch runs at once, beside the serving child, and nothing is drained or paused.
+    @Test func aRequestWhoseDataNeedsNoConversionAnyMoreIsNotPaused() {
+        var machine = Self.serving()
+        #expect(machine.handle(.switchRequested(Self.request, path: .startFirst), at: Self.at(1)) == [.convert(Self.request)])
+        #expect(machine.pause == nil && machine.draining.isEmpty && machine.serving?.pid == 100)
+        #expect(machine.handle(.converted(failure: nil), at: Self.at(1)) == [])
+        #expect(machine.serving?.pid == 100)
     }
 
     @Test func sigtermDuringThePauseStopsEverything() {

@@ -258,6 +258,20 @@ import Testing
         #expect(machine.watchedSlot == nil)
     }
 
+    /// Both builds bad: the planner, not a written choice, selects the other slot; the switch is
+    /// recorded in the history as a fallback (nobody else writes a line for it), and only when
+    /// the machine does switch.
+    @Test func aSwitchThePlannerMakesWithoutAChoiceIsRecordedAsAFallback() {
+        let why = "the supervisor runs the previous slot (1.2.0) because both builds are bad and this one started well most recently"
+        var machine = Self.serving(listeners: true)
+        #expect(machine.handle(.choiceSelects(.current, fallback: why), at: Self.at(1)) == [])
+        let actions = machine.handle(.choiceSelects(.previous, fallback: why), at: Self.at(1))
+        #expect(actions.first == .recordHistory(.fallback, from: .current, to: .previous, reason: why))
+        #expect(Array(actions.dropFirst()) == [.say("the persisted choice now selects the previous slot; starting it beside the current slot (pid 100), which serves until it is ready."),
+                                              .notifySystemd(["RELOADING=1", "STATUS=Switching to the previous slot (1.2.0)", "MONOTONIC_USEC=1000000"]),
+                                              .spawn(.candidate(.previous))])
+    }
+
     @Test func aReadyCandidateTakesOverAndTheOldChildDrains() {
         var machine = Self.serving(["supervise.drain_ms": "500", "supervise.grace_ms": "5000"], listeners: true)
         _ = machine.handle(.choiceSelects(.previous), at: Self.at(1))

@@ -46,7 +46,7 @@ extension LaunchPlanner {
                                   dataFloor: String?, pendingSteps: [PendingStep]?) -> SwitchPath {
         switch target {
         case .previous:
-            guard let dataFloor, DottedVersion.compare(dataFloor, targetVersion) > 0 else { return .startFirst }
+            guard let dataFloor, !DataState.isReadable(floor: dataFloor, by: targetVersion) else { return .startFirst }
             return .stopFirst(why: "the data (reader floor \(dataFloor)) must be converted back for \(targetVersion)")
         case .current:
             guard let pendingSteps else {

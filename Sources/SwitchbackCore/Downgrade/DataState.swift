@@ -104,8 +104,15 @@ public struct DataState: Sendable, Equatable {
 
     /// Whether `version` can read the data as published: its reader floor is at or below it.
     public func isReadable(by version: String) -> Bool {
-        guard let readerFloor else { return true }
-        return DottedVersion.compare(readerFloor, version) <= 0
+        Self.isReadable(floor: readerFloor, by: version)
+    }
+
+    /// The one rule for "can `version` read data whose reader floor is `floor`?" (nil: no
+    /// floor published, every version reads it). The planner's switch path, the launcher's
+    /// conversion before a previous build starts, the hand-off and status all come here.
+    public static func isReadable(floor: String?, by version: String) -> Bool {
+        guard let floor else { return true }
+        return DottedVersion.compare(floor, version) <= 0
     }
 }
 

@@ -15,8 +15,8 @@ extension Supervisor {
         let now = fingerprints()
         guard now != watched else { return }
         watched = now
-        let wanted = desiredSlot(running: runningSlot)
-        send(.choiceSelects(wanted, path: wanted == runningSlot ? .startFirst : switchPath(to: wanted, from: runningSlot)))
+        let (wanted, fallback) = desiredChoice(running: runningSlot)
+        send(.choiceSelects(wanted, path: wanted == runningSlot ? .startFirst : switchPath(to: wanted, from: runningSlot), fallback: fallback))
     }
 
     /// How a switch from the serving slot to `target` goes (`LaunchPlanner.switchPath`): back,
@@ -30,9 +30,7 @@ extension Supervisor {
         let servingVersion = machine.serving?.outdatedVersion ?? manifest[serving].version
         switch target {
         case .previous:
-            let floor = DataState.load(in: directory, for: manifest)?.readerFloor
-            return LaunchPlanner.switchPath(target: target, targetVersion: targetVersion, servingVersion: servingVersion,
-                                            dataFloor: floor, pendingSteps: [])
+            return Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory).pathBack()
         case .current:
             var steps: [PendingStep]?
             switch PendingSteps.query(bundleRoot: bundleRoot, manifest: manifest, directory: directory, slot: target) {
@@ -46,18 +44,24 @@ extension Supervisor {
 
     /// The slot the persisted choice selects now. The running build keeps running unless it
     /// was marked bad: using its last try is not a reason to replace it (the next start is).
-    func desiredSlot(running: BuildSlot?) -> BuildSlot {
+    func desiredSlot(running: BuildSlot?) -> BuildSlot { desiredChoice(running: running).slot }
+
+    /// The same, and the reason when no choice selects that slot and the planner does (both
+    /// builds bad: it runs the one that started well most recently), for the history.
+    func desiredChoice(running: BuildSlot?) -> (slot: BuildSlot, fallback: String?) {
         // The launcher's planner, with the running child as an input; the slot checks and the
         // data are left to the child's own plan.
         let loaded = StateStore(directory: directory).load()
         let health = HealthStore(directory: directory).load()
         // A state or health file the supervisor does not trust (another account's, or one a
         // group could write) decides nothing: what runs keeps running.
-        if loaded.isUntrusted || health.problem?.code == .insecurePermissions { return running ?? .current }
+        if loaded.isUntrusted || health.problem?.code == .insecurePermissions { return (running ?? .current, nil) }
         let planner = LaunchPlanner(manifest: manifest, state: loaded, isTrusted: true,
                                     health: health.record,
                                     forcedSlot: environmentValue("SWITCHBACK_SLOT"), running: running, checksSlots: false)
-        return (try? planner.plan())?.decision.slot ?? running ?? .current
+        guard let decision = (try? planner.plan())?.decision else { return (running ?? .current, nil) }
+        guard case .bothBad = decision.reason else { return (decision.slot, nil) }
+        return (decision.slot, "the supervisor runs the \(decision.slot.rawValue) slot (\(manifest[decision.slot].version)) because \(decision.explanation(manifest))")
     }
 
     func fingerprints() -> [FileFingerprint?] {

@@ -35,14 +35,13 @@ extension Supervisor {
             Launcher.printError("launcher: supervisor: WARNING: \(description), but automatic rollback will not switch to the \(slot.other.rawValue) build (\(manifest[slot.other].version)), which was rejected: \(note). Fix the build, or choose one with rollbackctl.")
         case .switchToOther:
             let switcher = Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory)
-            if slot == .current, machine.serving != nil, switcher.dataNeedsConversionBack() {
+            if slot == .current, machine.serving != nil, case .stopFirst = switcher.pathBack() {
                 // A child of the current build serves (a failed bake window, rollbackctl abort):
                 // the data is converted back only once it has stopped (stop-first).
                 let request = SwitchRequest(id: "\(Self.ownRequestPrefix)\(currentUnixTime())", source: by, reason: description, force: false,
                                             command: "rollbackctl rollback", fromBuild: manifest.current.sha256)
-                let floor = DataState.load(in: directory, for: manifest)?.readerFloor ?? manifest.current.version
                 Launcher.printError("launcher: supervisor: \(description); switching to the previous slot (\(manifest.previous.version)) stop-first.")
-                send(.switchRequested(request, why: "the data (reader floor \(floor)) must be converted back for \(manifest.previous.version)"))
+                send(.switchRequested(request, path: switcher.pathBack()))
                 return
             }
             // No child is serving, or the data needs no conversion: nothing reads data it cannot.

@@ -31,12 +31,8 @@ extension Supervisor {
             convert(request)
             return
         }
-        let floor = DataState.load(in: directory, for: manifest)?.readerFloor ?? manifest.current.version
-        let decided = LaunchPlanner.switchPath(target: .previous, targetVersion: manifest.previous.version,
-                                               servingVersion: manifest.current.version, dataFloor: floor, pendingSteps: [])
-        let why: String
-        if case .stopFirst(let clause) = decided { why = clause } else { why = "the data must be converted back for \(manifest.previous.version)" }
-        send(.switchRequested(request, why: why))
+        // Asked again here: the data may have been converted since the requester asked.
+        send(.switchRequested(request, path: Switcher(bundleRoot: bundleRoot, manifest: manifest, directory: directory).pathBack()))
     }
 
     /// Runs the switch to the previous slot (no child of the current build serves now),

@@ -85,7 +85,10 @@ extension SupervisorMachine {
 
     /// `Switcher.perform` handed a switch to the previous slot to the supervisor (or the
     /// supervisor's own verdict needs one) while a child serves and the data must be converted back.
-    mutating func switchRequested(_ request: SwitchRequest, why: String, now: Moment) -> [Action] {
+    /// A `.startFirst` path (the previous build reads the data as it is) needs no pause: the
+    /// switch runs at once and the changed choice makes a start-first switch as any other.
+    mutating func switchRequested(_ request: SwitchRequest, path: SwitchPath, now: Moment) -> [Action] {
+        guard case .stopFirst(let why) = path else { return [.convert(request)] }
         guard case .running(let running) = state, let slot = running.slot, running.stop == nil else {
             // No child of the current build serves: the conversion harms no one now.
             return [.convert(request)]

@@ -120,10 +120,13 @@ struct SupervisorMachine {
         case tick
         /// The persisted choice changed and now selects this slot (`desiredSlot(running:)`),
         /// by the path `LaunchPlanner.switchPath` chose.
-        case choiceSelects(BuildSlot, path: SwitchPath = .startFirst)
+        /// `fallback`: no choice selects it, the planner does (both builds are bad): the reason,
+        /// which the history records as a fallback, as the launcher's own fallbacks are.
+        case choiceSelects(BuildSlot, path: SwitchPath = .startFirst, fallback: String? = nil)
         /// `Switcher.perform` handed a switch to the previous slot over (`switch.request`), or
-        /// the supervisor's own verdict needs one, and the data must be converted back (`why`).
-        case switchRequested(SwitchRequest, why: String)
+        /// the supervisor's own verdict needs one: stop-first when the data must be converted back
+        /// (`Switcher.pathBack`); start-first, the switch runs at once.
+        case switchRequested(SwitchRequest, path: SwitchPath)
         /// The driver's answer to `.convert`: nil when the flag now selects the target, else
         /// why the switch did not happen.
         case converted(failure: String?)
@@ -385,10 +388,14 @@ struct SupervisorMachine {
             return received(signal, now: now)
         case .tick:
             return tick(now: now)
-        case .choiceSelects(let wanted, let path):
-            return choiceSelects(wanted, path: path, now: now)
-        case .switchRequested(let request, let why):
-            return switchRequested(request, why: why, now: now)
+        case .choiceSelects(let wanted, let path, let fallback):
+            let from = serving?.slot
+            let actions = choiceSelects(wanted, path: path, now: now)
+            // The switch is the planner's, not a writer's: nobody else records it.
+            guard let fallback, let from, !actions.isEmpty else { return actions }
+            return [.recordHistory(.fallback, from: from, to: wanted, reason: fallback)] + actions
+        case .switchRequested(let request, let path):
+            return switchRequested(request, path: path, now: now)
         case .converted(let failure):
             return converted(failure: failure, now: now)
         case .goodBuildCrashed(let slot, let build):

@@ -42,10 +42,14 @@ extension Switcher {
         }
     }
 
-    /// Whether the previous build cannot read the data as the current build published it.
-    func dataNeedsConversionBack() -> Bool {
-        guard let state = DataState.load(in: directory, for: manifest) else { return false }
-        return !state.isReadable(by: manifest.previous.version)
+    /// How a switch to the previous slot goes for the data as the current build published it:
+    /// stop-first, with the clause that says why, when the previous build cannot read it.
+    /// `LaunchPlanner.switchPath`'s rule; the hand-off, the supervisor's own verdicts and the
+    /// requests it takes all ask here, so they cannot disagree.
+    func pathBack() -> SwitchPath {
+        LaunchPlanner.switchPath(target: .previous, targetVersion: manifest.previous.version,
+                                 servingVersion: manifest.current.version,
+                                 dataFloor: DataState.load(in: directory, for: manifest)?.readerFloor, pendingSteps: [])
     }
 
     /// What `handOff` came to: the supervisor's result, or the switch left to the caller (with
@@ -64,7 +68,7 @@ extension Switcher {
     /// conversion left half done is finished). One that does not take the request within
     /// `handOffTakeMilliseconds` gets it withdrawn.
     func handOff(source: ChoiceSource, reason: String?, force: Bool, command: String) throws(SwitchbackError) -> HandOff {
-        guard dataNeedsConversionBack() else { return .notHanded(note: nil) }
+        guard case .stopFirst = pathBack() else { return .notHanded(note: nil) }
         let supervisor: LiveSupervisor
         switch servingSupervisor() {
         case .none: return .notHanded(note: nil)
