@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import SwitchbackCore
+import SwitchbackFiles
 
 /// The strict-mode rules on a real file system (a private directory under /tmp).
 @Suite struct StrictModesTests {
@@ -230,7 +231,7 @@ import Testing
     /// Whether this process's group passes the private-group rule here (the tightening only
     /// acts on a directory that passes it).
     static func ownGroupIsPrivate() -> Bool {
-        guard let accounts = try? Accounts.system() else { return false }
+        guard let accounts = try? LocalAccounts.system() else { return false }
         return accounts.whyNotPrivate(getegid(), user: geteuid(), effectiveGroup: getegid()) == nil
     }
 
@@ -270,8 +271,8 @@ import Testing
         shared:x:3000:app,bob
         """
 
-    static func accounts(passwd: String = passwd, group: String = group) -> Accounts {
-        Accounts.parse(passwd: Array(passwd.utf8), group: Array(group.utf8))
+    static func accounts(passwd: String = passwd, group: String = group) -> LocalAccounts {
+        LocalAccounts.parse(passwd: Array(passwd.utf8), group: Array(group.utf8))
     }
 
     /// A directory's status as the kubelet leaves it: chgrp'ed to `gid`, g+rwx and setgid.
@@ -283,14 +284,14 @@ import Testing
         return info
     }
 
-    func check(_ info: stat, user: uid_t = 10001, group: gid_t = 10001, accounts: Accounts = accounts()) throws(SwitchbackError) {
+    func check(_ info: stat, user: uid_t = 10001, group: gid_t = 10001, accounts: LocalAccounts = accounts()) throws(SwitchbackError) {
         try StrictModes.checkSharedWrite(info, path: "/v/state", what: "state directory", user: user, group: group) { accounts }
     }
 
     @Test func theFilesAreParsed() {
         let parsed = Self.accounts()
         #expect(parsed.accounts.map(\.name) == ["root", "app", "bob"])
-        #expect(parsed.accounts[1] == Accounts.Account(name: "app", uid: 10001, gid: 10001))
+        #expect(parsed.accounts[1] == LocalAccounts.Account(name: "app", uid: 10001, gid: 10001))
         #expect(parsed.groups.first { $0.gid == 3000 }?.members == ["app", "bob"])
     }
 
@@ -300,7 +301,7 @@ import Testing
         #expect(Self.accounts(group: "app:x:10001:app\n").whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
         // A numeric runAsUser the image's /etc/passwd does not know (and no files at all).
         #expect(Self.accounts(passwd: "root:x:0:0::/root:/bin/sh\n", group: "").whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
-        #expect(Accounts.parse(passwd: [], group: []).whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
+        #expect(LocalAccounts.parse(passwd: [], group: []).whyNotPrivate(10001, user: 10001, effectiveGroup: 10001) == nil)
         // The directory and a file after the kubelet's pass with fsGroup = runAsGroup, by the
         // private-group rule alone (a file is refused before it: aFileItsGroupMayWriteIsNeverTrusted).
         try check(Self.status(mode: 0o2770, gid: 10001))
@@ -335,9 +336,29 @@ import Testing
         }
     }
 
+    /// `TrustPolicy.strict` (SwitchbackFiles, the writers) and `StrictModes` (the launcher's
+    /// reads) ask the one reader of the accounts files: the same files give the same clause.
+    @Test func bothTrustLayersReadTheAccountsFilesAlike() throws {
+        let root = try StrictModesTests().root
+        let passwd = root + "/passwd", group = root + "/group"
+        try Self.passwd.write(toFile: passwd, atomically: false, encoding: .utf8)
+        try Self.group.write(toFile: group, atomically: false, encoding: .utf8)
+        for gid: gid_t in [10001, 3000, 1002] {
+            let parsed = Self.accounts().whyNotPrivate(gid, user: 10001, effectiveGroup: gid)
+            #expect(LocalAccounts.whyNotPrivate(gid, user: 10001, effectiveGroup: gid, passwdPath: passwd, groupPath: group) == parsed)
+        }
+        #expect(LocalAccounts.whyNotPrivate(3000, user: 10001, effectiveGroup: 3000, passwdPath: passwd, groupPath: group)
+                == "/etc/group lists bob as a member of group 3000")
+        // A file that exists and cannot be read (here a directory): the rule refuses, saying why.
+        #expect(LocalAccounts.whyNotPrivate(10001, user: 10001, effectiveGroup: 10001, passwdPath: root, groupPath: group)
+                == "whether other accounts share group 10001 is unknown (Reading \(root) failed: Is a directory)")
+        // Missing files hold no accounts (an image without them): private.
+        #expect(LocalAccounts.whyNotPrivate(10001, user: 10001, effectiveGroup: 10001, passwdPath: root + "/none", groupPath: root + "/none") == nil)
+    }
+
     @Test func unreadableAccountsAreRefused() {
         #expect { try StrictModes.checkSharedWrite(Self.status(mode: 0o770, gid: 10001), path: "/v/state", what: "state directory", user: 10001, group: 10001) {
-            () throws(SwitchbackError) in throw SwitchbackError(.permissionDenied, "Reading /etc/passwd failed: Permission denied.")
+            () throws(FileError) in throw FileError.system("Reading", path: "/etc/passwd", errno: EACCES)
         } } throws: { error in
             (error as? SwitchbackError)?.message.contains("and whether other accounts share group 10001 is unknown (Reading /etc/passwd failed: Permission denied)") == true
         }
@@ -351,7 +372,7 @@ import Testing
         let own = root + "/own"
         mkdir(own, 0o700)
         chmod(own, 0o2770)
-        let isPrivate = try Accounts.system().whyNotPrivate(getegid(), user: geteuid(), effectiveGroup: getegid()) == nil
+        let isPrivate = try LocalAccounts.system().whyNotPrivate(getegid(), user: geteuid(), effectiveGroup: getegid()) == nil
         if isPrivate {
             #expect(try StrictModes.checkDirectory(own, what: "state directory"))
         } else {

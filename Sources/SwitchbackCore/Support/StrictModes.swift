@@ -1,6 +1,7 @@
 #if canImport(Glibc)
 import Glibc
 #endif
+import SwitchbackFiles
 
 /// The checks, modelled on sshd's StrictModes, that every file the launcher trusts must
 /// pass: the bundle, its manifest, the slots and the libraries they need, the state
@@ -44,19 +45,20 @@ public enum StrictModes {
         }
         if mode & FileMode.sharedWrite != 0 && !(sticky && mode & FileMode.sticky != 0) {
             if isFile && mode & FileMode.worldWrite == 0 { try checkGroupWrittenFile(info, path: path, what: what()) }
-            try checkSharedWrite(info, path: path, what: what(), user: geteuid(), group: getegid()) { () throws(SwitchbackError) in try Accounts.system() }
+            try checkSharedWrite(info, path: path, what: what(), user: geteuid(), group: getegid()) { () throws(FileError) in try LocalAccounts.system() }
         }
     }
 
     /// The slow path of `checkOwnerAndMode`, for a file or directory writable by more than its
     /// owner (and not a sticky ancestor): throws unless only its group may write it and that
-    /// group is the private group of `user` running as `group` (`Accounts.whyNotPrivate`), the
+    /// group is the private group of `user` running as `group` (`LocalAccounts.whyNotPrivate`,
+    /// the one reader of /etc/passwd and /etc/group, which `TrustPolicy.strict` asks too), the
     /// rule Debian's OpenSSH applies to StrictModes ("user-group-modes"). That is what a
     /// Kubernetes volume with `fsGroup` equal to the pod's `runAsGroup` looks like after the
     /// kubelet's ownership pass (g+rw, directories g+rwxs). `accounts` is read only here.
     @inline(never)
     static func checkSharedWrite(_ info: stat, path: String, what: String, user: uid_t, group: gid_t,
-                                 accounts: () throws(SwitchbackError) -> Accounts) throws(SwitchbackError) {
+                                 accounts: () throws(FileError) -> LocalAccounts) throws(SwitchbackError) {
         let mode = info.st_mode & 0o7777
         // On a read-only mount no one writes, whatever the mode says; only root could mount it
         // again writable. A Kubernetes ConfigMap volume is such a mount (a directive file,
@@ -70,7 +72,7 @@ public enum StrictModes {
             guard let reason = try accounts().whyNotPrivate(info.st_gid, user: user, effectiveGroup: group) else { return }
             why = reason
         } catch {
-            why = "whether other accounts share group \(info.st_gid) is unknown (\(error.clause))"
+            why = "whether other accounts share group \(info.st_gid) is unknown (\(error.message.hasSuffix(".") ? String(error.message.dropLast()) : error.message))"
         }
         let found = "owner uid \(info.st_uid), group \(info.st_gid), mode \(String(mode, radix: 8))"
         let alternative = info.st_gid == group
