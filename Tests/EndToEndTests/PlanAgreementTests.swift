@@ -8,7 +8,11 @@ import Glibc
 
 /// `rollbackctl status` names the build the next start runs, by construction: both ask the
 /// launch planner. Checked here through the real binaries, over 400 generated
-/// situations on one bundle copy (its state and slot files reset between situations).
+/// situations on one bundle copy (its state and slot files reset between situations):
+/// the state, the verdicts, broken slots, data the previous build cannot read (with a way
+/// back, or none: the published plan `refused`), a switch interrupted between its journal
+/// and its flag (a rollback, a rollforward, another bundle's, a damaged journal), an
+/// untrusted state directory and a forced slot.
 @Suite struct PlanAgreementTests {
     /// Deterministic, so a failure names its seed and situation.
     typealias Generator = SeededGenerator
@@ -21,10 +25,18 @@ import Glibc
         var verdicts: [String] = []
         var broken: [BuildSlot: Breakage] = [:]
         var floorAbovePrevious = false
+        /// The data state's plan for a switch back: "revert", or "refused" (no revert, no snapshot).
+        var plan = "revert"
+        /// An interrupted switch left behind (`switch.pending`): "none", "rollback", "forced rollback",
+        /// "rollforward" (which no version writes: damaged), "another bundle's", "damaged".
+        var journal = "none"
+        /// The app's own environment for the status and the start: SAMPLE_NO_REVERT=1 with data
+        /// that has no way back (the app that made it registers its steps without a revert).
+        var environment: [String: String] = [:]
         var untrusted = false
         var forced: String?
         var description: String {
-            "state \(state), health \(verdicts), broken \(broken.map { "\($0.key.rawValue):\($0.value.rawValue)" }.sorted()), data floor above previous \(floorAbovePrevious), untrusted \(untrusted), forced \(forced ?? "no")"
+            "state \(state), health \(verdicts), broken \(broken.map { "\($0.key.rawValue):\($0.value.rawValue)" }.sorted()), data floor above previous \(floorAbovePrevious) (plan \(plan)), journal \(journal), untrusted \(untrusted), forced \(forced ?? "no")"
         }
     }
 
@@ -40,6 +52,17 @@ import Glibc
         current = BuildIdentity(sha256: try t.manifestValue("current.sha256"), version: t.currentVersion)
         previous = BuildIdentity(sha256: try t.manifestValue("previous.sha256"), version: t.previousVersion)
     }
+
+    /// Data with no way back, made once by the app itself (a step without a revert, its
+    /// snapshot gone), kept to be copied into the situations that have it.
+    func keepDataWithNoWayBack() throws {
+        try DataSafeRollbackTests.dataWithNoWayBack(t)
+        try FileManager.default.createDirectory(atPath: pristine + "/no-way-back", withIntermediateDirectories: false)
+        for name in Self.dataFiles { try shell("cp", "-a", t.state + "/" + name, pristine + "/no-way-back/" + name) }
+    }
+
+    /// What the app keeps in the state directory about its data.
+    static let dataFiles = ["data", "data.versions", "data-state"]
 
     func write(_ bytes: [UInt8], _ name: String) throws {
         try Data(bytes).write(to: URL(fileURLWithPath: t.state + "/" + name))
@@ -89,7 +112,28 @@ import Glibc
         if !record.builds.isEmpty { try write(record.serialized(), "health") }
         if g.chance(30) {
             s.floorAbovePrevious = true
-            try write(Array("published_by=\(current.version)\npublished_at=\(now)\nreader_floor=\(current.version)\nrollback_to=\(previous.version)\nrollback=revert\nend=ok\n".utf8), "data-state")
+            if g.chance(35) {
+                s.plan = "refused"
+                s.environment = DataSafeRollbackTests.noRevert
+                for name in Self.dataFiles { try shell("cp", "-a", pristine + "/no-way-back/" + name, t.state + "/" + name) }
+            } else {
+                try write(Array("published_by=\(current.version)\npublished_at=\(now)\nreader_floor=\(current.version)\nrollback_to=\(previous.version)\nrollback=revert\nend=ok\n".utf8), "data-state")
+            }
+        }
+        if g.chance(20) {
+            // A switch killed between its journal and its flag: the start finishes it (or
+            // removes a stale or damaged one) before it plans; status must plan the same.
+            s.journal = g.pick(["rollback", "rollback", "forced rollback", "rollforward", "another bundle's", "damaged"])
+            let journal: [UInt8]
+            switch s.journal {
+            case "damaged": journal = Array("format=1\nrollback=tru\n".utf8)
+            case "rollforward":
+                journal = Array("format=1\nrollback=false\nsource=cli\nforce=false\nstarted_at=\(now)\nfrom.sha256=\(current.sha256)\nend=ok\n".utf8)
+            default:
+                journal = SwitchJournal(source: g.pick([.cli, .remote, .auto]), reason: "interrupted", force: s.journal == "forced rollback", startedAt: now,
+                                        fromBuild: s.journal == "another bundle's" ? String(repeating: "e", count: 64) : current.sha256).serialized()
+            }
+            try write(journal, "switch.pending")
         }
         for slot in BuildSlot.allCases where g.chance(25) {
             let breakage: Breakage = g.pick(Breakage.allCases)
@@ -111,12 +155,15 @@ import Glibc
 
     @Test func statusNamesTheSlotTheLauncherRuns() throws {
         defer { try? FileManager.default.removeItem(atPath: t.directory) }
+        try keepDataWithNoWayBack()
         let seed: UInt64 = 0x5EED_0026
         var g = Generator(seed: seed)
         var ran = 0, refused = 0
+        var journals = 0, refusedPlans = 0
         for index in 0..<400 {
             let situation = try apply(&g)
-            let environment = situation.forced.map { ["SWITCHBACK_SLOT": $0] } ?? [:]
+            var environment = situation.environment
+            if let forced = situation.forced { environment["SWITCHBACK_SLOT"] = forced }
             let what = "seed \(seed), situation \(index): \(situation)"
             let status = try t.status(environment: environment)
             let start = try t.launcher("version", environment: environment)
@@ -137,8 +184,11 @@ import Glibc
                 #expect(status.explanation.hasSuffix(refusal))
             }
             if situation.untrusted { try shell("chmod", "700", t.state) }
+            if situation.journal != "none" { journals += 1 }
+            if situation.floorAbovePrevious && situation.plan == "refused" { refusedPlans += 1 }
         }
         #expect(ran > 100 && refused > 10, "ran \(ran), refused \(refused)")
+        #expect(journals > 40 && refusedPlans > 20, "journals \(journals), refused data plans \(refusedPlans)")
     }
 
     /// A refused automatic switch: the build that failed stays and runs, the one line says so,

@@ -50,6 +50,8 @@ struct StatusReport {
     var writeProblem: String?
     /// A switch was interrupted between the data and the flag; the next command finishes it.
     var pendingSwitch: Bool
+    /// What the next start does with it (`InstallOnDisk.pendingSwitch`): the sentence status prints.
+    var pendingSwitchLine: String?
     /// The last probation the supervisor recorded (nil: none, or the manifest configures no analysis).
     var probation: ProbationRecord?
     /// Why the probation record was ignored (damaged).
@@ -89,6 +91,16 @@ struct StatusReport {
         self.health = health
         writeProblem = Self.writeProblem(workspace.directory)
         pendingSwitch = SwitchJournal.exists(in: workspace.directory)
+        if pendingSwitch {
+            switch install.pendingSwitch {
+            case (_, true)?:
+                pendingSwitchLine = "A switch to the previous slot was interrupted between the data and the flag; the next rollbackctl command or start finishes it: the slot above is the one it runs then."
+            case (_, false)?:
+                pendingSwitchLine = "A switch to the previous slot was interrupted between the data and the flag; the next rollbackctl command or start undoes it, because the data cannot be converted back now, and the flag stays as it is: the slot above is the one it runs then."
+            case nil:
+                pendingSwitchLine = "A switch journal that is damaged or another bundle's is in the state directory; the next rollbackctl command or start removes it, and the flag stays as it is."
+            }
+        }
         var slots: [BuildSlot: (Manifest.SlotRecord, String?)] = [:]
         for slot in BuildSlot.allCases { slots[slot] = (workspace.manifest[slot], install.slotProblems[slot]) }
         // The launcher's planner, from the same inputs: what it runs is what status names.
@@ -137,7 +149,7 @@ struct StatusReport {
             let detail = data.detail.map { ": \($0)" } ?? ""
             lines.append(data.isRollbackDataSafe
                 ? "Data: a rollback to \(data.rollbackTo) is data-safe now\(detail)."
-                : "Data: a rollback to \(data.rollbackTo) is NOT data-safe now\(detail).")
+                : "Data: a rollback to \(data.rollbackTo) is NOT data-safe now\(detail)\(data.plan == .refused ? "; only --force (which archives the data) can roll back" : "").")
         } else if currentManagesData == false {
             lines.append("Data: the current build does not manage its data with Switchback (it exports no \(SWITCHBACK_DOWNGRADE_SYMBOL)); a rollback leaves the data as it is.")
         } else {
@@ -197,7 +209,7 @@ struct StatusReport {
         var lines = [sentence]
         if let warning { lines.append(warning) }
         if let writeProblem { lines.append("WARNING: \(writeProblem)") }
-        if pendingSwitch { lines.append("A switch was interrupted between the data and the flag; the next rollbackctl command or start finishes it (the slot above is the one it runs then) or, if the data cannot be converted back, undoes it and runs the current slot.") }
+        if let pendingSwitchLine { lines.append(pendingSwitchLine) }
         lines.append("Rollback flag: \(state.rollback ? "set" : "clear") (source: \(state.source.rawValue)\(state.changedAt.map { ", since \(formatUTC($0))" } ?? ""))")
         for slot in BuildSlot.allCases {
             guard let (record, problem) = slots[slot] else { continue }

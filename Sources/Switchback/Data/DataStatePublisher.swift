@@ -58,13 +58,21 @@ struct DataStatePublisher {
         if planned.isSafe { return ("none", "\(planned.target) reads the data as it is") }
         let names = planned.steps.map(\.name).joined(separator: ", ")
         if !planned.isPossible {
-            let blocked = planned.steps.filter { $0.action == .impossible }.map(\.name).joined(separator: ", ")
-            return ("refused", "step \(blocked) has no revert and no snapshot; only --force (which archives the data) can roll back")
+            return ("refused", noWayBack(planned.steps.filter { $0.action == .impossible }.map(\.name)))
         }
         if let restored = planned.steps.first(where: { if case .restoreSnapshot = $0.action { return true } else { return false } }) {
             return ("restore", "the snapshot taken before step \(restored.name) is restored first (undoing \(names)); the newer data is archived")
         }
         return ("revert", "the revert of \(names) runs first")
+    }
+
+    /// Why the data cannot be converted back, one clause for the published plan (which status
+    /// and the metrics read before anything runs) and the downgrade's own answer (what the
+    /// launcher learns by converting), so that both say the same.
+    static func noWayBack(_ steps: [String]) -> String {
+        let names = steps.map { "\"\($0)\"" }.joined(separator: ", ")
+        return steps.count == 1 ? "migration step \(names) has neither a revert nor a snapshot to undo it with"
+            : "migration steps \(names) have neither a revert nor a snapshot to undo them with"
     }
 
     /// `KeyValueText.escape` (backslash, newline, tab, carriage return), by scalar: "\r\n" is

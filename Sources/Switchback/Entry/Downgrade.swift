@@ -65,7 +65,7 @@ struct Downgrade {
             return SWITCHBACK_DOWNGRADE_DONE
         } catch let error as AppVersionsError where error.code == .downgradeRefused {
             // The launcher's side says what to do (--force); say only what blocks it.
-            report("message=migration step \"\(error.subject ?? "?")\" has neither a revert nor a snapshot to undo it with")
+            report("message=\(DataStatePublisher.noWayBack([error.subject ?? "?"]))")
             return SWITCHBACK_DOWNGRADE_REFUSED
         } catch let error as AppVersionsError where error.code == .downgradeFailed && error.underlying != nil {
             // The launcher's side says that nothing switched and to run it again.

@@ -11,9 +11,9 @@ public struct InstallOnDisk {
     /// Why each slot cannot run, nil when it can.
     public let slotProblems: [BuildSlot: String]
     /// The interrupted switch the next start finishes before it runs anything, if any (one
-    /// for this bundle's current build, in a trusted directory). If the data then cannot be
-    /// converted back, that start undoes it and the current slot runs: the plan cannot know.
-    public let pendingSwitch: SwitchJournal?
+    /// for this bundle's current build, in a trusted directory), and whether it finishes it
+    /// (`SwitchJournal.finishes`) or undoes it, leaving the flag as it is.
+    public let pendingSwitch: (journal: SwitchJournal, finishes: Bool)?
     public let planner: LaunchPlanner
 
     public init(manifest: Manifest, directory: StateDirectory, bundleRoot: String, forcedSlot: String?) {
@@ -30,10 +30,25 @@ public struct InstallOnDisk {
         }
         let trusted = read.isTrusted
         var loaded = read.loaded
-        var pending: SwitchJournal?
+        var pending: (journal: SwitchJournal, finishes: Bool)?
+        // The start converts, and stays on the current build when the data has no way back:
+        // the plan the current build published says so.
+        let conversionRefusal = { () -> String? in
+            guard let data = DataState.load(in: directory, for: manifest), data.plan == .refused else { return nil }
+            return DataDowngrade.refusal(.init(status: .refused, message: data.detail ?? "the current build published no way back"),
+                                         command: "rollbackctl rollback", manifest: manifest)
+        }
         if trusted, case .success(let journal)? = SwitchJournal.load(in: directory), journal.fromBuild == manifest.current.sha256 {
-            pending = journal
-            loaded.state = PersistedState(rollback: journal.rollback, source: journal.source, reason: journal.reason,
+            let finishes = journal.finishes(currentSlotProblem: problems[.current], conversionRefused: conversionRefusal() != nil)
+            pending = (journal, finishes)
+        }
+        var health = read.health
+        if let (journal, finishes) = pending, finishes {
+            // The switch that start finishes writes the flag and its verdicts (`StateStore.setRollback`).
+            health.recordSwitch(rollback: true, source: journal.source, reason: journal.reason,
+                                flagChanges: loaded.switchChangesFlag(rollback: true, from: BuildIdentity(manifest, .current)),
+                                manifest: manifest, now: currentUnixTime())
+            loaded.state = PersistedState(rollback: true, source: journal.source, reason: journal.reason,
                                           changedAt: journal.startedAt, fromBuild: BuildIdentity(manifest, .current),
                                           toBuild: BuildIdentity(manifest, .previous))
             loaded.isFirstStart = false  // the switch writes the state file
@@ -43,18 +58,12 @@ public struct InstallOnDisk {
         self.read = read
         slotProblems = problems
         pendingSwitch = pending
-        planner = LaunchPlanner(manifest: manifest, state: loaded, isTrusted: trusted, health: read.health,
+        planner = LaunchPlanner(manifest: manifest, state: loaded, isTrusted: trusted, health: health,
                                 healthProblem: read.healthProblem, forcedSlot: forcedSlot,
                                 slotProblem: { problems[$0] },
                                 // Finishing a pending switch converts the data first, as a
                                 // start does; if it cannot, the switch is undone (below).
                                 dataFloor: { Launcher.dataFloor(manifest: manifest, directory: directory, trusted: trusted) },
-                                // The start converts, and stays on the current build when the
-                                // data has no way back: the plan the current build published says so.
-                                conversionRefusal: {
-                                    guard let data = DataState.load(in: directory, for: manifest), data.plan == .refused else { return nil }
-                                    return DataDowngrade.refusal(.init(status: .refused, message: data.detail ?? "the current build published no way back"),
-                                                                 command: "rollbackctl rollback", manifest: manifest)
-                                })
+                                conversionRefusal: conversionRefusal)
     }
 }

@@ -171,3 +171,37 @@ public struct HealthRecord: Sendable, Equatable {
                           note: note, version: version, markedBy: markedBy)
     }
 }
+
+extension HealthRecord {
+    /// The verdicts a switch writes, the one rule (`StateStore.setRollback` writes them;
+    /// `InstallOnDisk` applies them to plan the start that finishes an interrupted switch):
+    /// - an explicit choice (not automatic) of a bad build puts it back on trial with fresh
+    ///   tries: the operator's (or directive's) intent wins over an earlier verdict;
+    /// - when the flag changes, a rollback by an operator or a directive marks the build it
+    ///   moves away from bad (`markedBy` its source): automatic rollback never returns to it.
+    /// Returns the target's verdict before, when it was put back on trial, and whether
+    /// anything changed.
+    @discardableResult
+    public mutating func recordSwitch(rollback: Bool, source: ChoiceSource, reason: String?, flagChanges: Bool,
+                                      manifest: Manifest, now: Int64) -> (rearmed: SlotHealth?, changed: Bool) {
+        let from = BuildIdentity(manifest, rollback ? .current : .previous)
+        let to = BuildIdentity(manifest, rollback ? .previous : .current)
+        var rearmed: SlotHealth?
+        let target = health(of: to, tries: manifest.trialTries)
+        if source != .auto, target.isBad {
+            rearmed = target
+            var fresh = SlotHealth.fresh(build: to.sha256, tries: manifest.trialTries, version: to.version)
+            fresh.lastGoodAt = target.lastGoodAt
+            fresh.changedAt = now
+            fresh.note = "put back on trial by \(rollback ? "a rollback" : "a rollforward") (\(source.rawValue))"
+            set(fresh)
+        }
+        let marksBad = flagChanges && rollback && (source == .cli || source == .remote)
+        if marksBad {
+            let who = source == .cli ? "an operator rolled back from it" : "a signed remote directive rolled back from it"
+            mark(from, .bad(by: source), tries: manifest.trialTries, note: reason.map { "\(who): \($0)" } ?? who,
+                 at: now, keepingRejection: true)
+        }
+        return (rearmed, rearmed != nil || marksBad)
+    }
+}

@@ -51,38 +51,26 @@ extension StateStore {
         let from = BuildIdentity(manifest, rollback ? .current : .previous)
         let to = BuildIdentity(manifest, rollback ? .previous : .current)
         let health = HealthStore(directory: directory)
-        // An explicit choice of a bad build puts it back on trial with fresh tries: the
-        // operator's (or directive's) intent wins over an earlier verdict.
-        var rearmed: SlotHealth?
-        let targetHealth = health.load().record.health(of: to, tries: manifest.trialTries)
-        if source != .auto, targetHealth.isBad {
-            rearmed = targetHealth
-            try health.updateLocked(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                var fresh = SlotHealth.fresh(build: to.sha256, tries: manifest.trialTries, version: to.version)
-                fresh.lastGoodAt = targetHealth.lastGoodAt
-                fresh.changedAt = now
-                fresh.note = "put back on trial by \(rollback ? "a rollback" : "a rollforward") (\(source.rawValue))"
-                record.set(fresh)
-            }
-        }
-        let sameBuilds = before.state.fromBuild.map { $0.sha256 == from.sha256 } ?? true
-        if before.problem == nil, !before.isFirstStart, before.state.rollback == rollback, sameBuilds {
-            return SwitchOutcome(changed: false, before: before, damagedFileMovedTo: movedTo, rearmed: rearmed)
-        }
+        let flagChanges = before.switchChangesFlag(rollback: rollback, from: from)
         // An operator's, a directive's or an app's words: one line, no control, before they are stored.
         let reason = reason.map { Limits.truncated(OutsideText($0, limit: Limits.storedReasonBytes).text) }
-        let state = PersistedState(rollback: rollback, source: source, reason: reason, changedAt: now,
-                                   fromBuild: from, toBuild: to)
-        if rollback && (source == .cli || source == .remote) {
-            try health.updateLocked(durable: true) { (record: inout HealthRecord) throws(SwitchbackError) in
-                let who = source == .cli ? "an operator rolled back from it" : "a signed remote directive rolled back from it"
-                record.mark(from, .bad(by: source), tries: manifest.trialTries, note: reason.map { "\(who): \($0)" } ?? who,
-                            at: now, keepingRejection: true)
+        // The verdicts the switch writes, by the one rule (`HealthRecord.recordSwitch`), which
+        // status also applies to plan the start that finishes an interrupted switch.
+        var record = health.load().record
+        let effect = record.recordSwitch(rollback: rollback, source: source, reason: reason, flagChanges: flagChanges, manifest: manifest, now: now)
+        if effect.changed {
+            try health.updateLocked(durable: true) { (stored: inout HealthRecord) throws(SwitchbackError) in
+                stored.recordSwitch(rollback: rollback, source: source, reason: reason, flagChanges: flagChanges, manifest: manifest, now: now)
             }
         }
+        guard flagChanges else {
+            return SwitchOutcome(changed: false, before: before, damagedFileMovedTo: movedTo, rearmed: effect.rearmed)
+        }
+        let state = PersistedState(rollback: rollback, source: source, reason: reason, changedAt: now,
+                                   fromBuild: from, toBuild: to)
         try save(state)
         try history.append(SwitchHistoryEvent(time: now, kind: .switch, from: before.state.slot, to: state.slot, source: source, reason: reason))
-        return SwitchOutcome(changed: true, before: before, damagedFileMovedTo: movedTo, rearmed: rearmed)
+        return SwitchOutcome(changed: true, before: before, damagedFileMovedTo: movedTo, rearmed: effect.rearmed)
     }
 
     /// Records that a new release superseded a rollback (see `StartPlan.supersededRollback`):
@@ -116,5 +104,14 @@ extension StateStore {
         try history.append(SwitchHistoryEvent(time: state.changedAt ?? currentUnixTime(), kind: .switch, from: state.slot.other,
                                         to: state.slot, source: state.source,
                                         reason: state.reason.map { "\($0) (\(note))" } ?? note))
+    }
+}
+
+extension LoadedState {
+    /// Whether a switch to `rollback`, away from the build `from`, writes the flag: false when
+    /// a readable state already says so for the same builds.
+    public func switchChangesFlag(rollback: Bool, from: BuildIdentity) -> Bool {
+        let sameBuilds = state.fromBuild.map { $0.sha256 == from.sha256 } ?? true
+        return problem != nil || isFirstStart || state.rollback != rollback || !sameBuilds
     }
 }

@@ -64,7 +64,7 @@ public struct Switcher: Sendable {
             case .notHanded(let stale): note = stale
             }
         }
-        let journal = SwitchJournal(rollback: true, source: source, reason: reason, force: force,
+        let journal = SwitchJournal(source: source, reason: reason, force: force,
                                     startedAt: currentUnixTime(), fromBuild: manifest.current.sha256)
         do {
             // Under the lock: a writer that cannot take it (another process holds it) stops
