@@ -231,7 +231,7 @@ import Glibc
         #expect(result.status == 1)
         #expect(result.stderr.hasPrefix("Error: Directive serial 1 is authentic but was not applied: The previous build (\(t.previousVersion)) cannot read the data"), "\(result.stderr)")
         let remote = try fleet.remote()
-        #expect(remote.code == "data_not_downgradable")
+        #expect(remote.code == "switch_refused")
         #expect(remote.acceptedSerial == nil, "the next sync tries again")
         #expect(try t.status().rollback == false)
         #expect(Self.noteFiles(t) == ["notes.v2"])

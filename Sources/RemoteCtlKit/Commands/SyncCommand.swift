@@ -107,7 +107,7 @@ struct SyncCommand: Command {
         // same serial still above the accepted one and applies it again, changing nothing.
         var applied: (directive: Directive, outcome: SwitchOutcome)?
         var applyFailure: String?
-        var applyFailureCode = "state_not_writable"
+        var applyFailureCode = CommandError.Code.stateNotWritable
         if let directive = result.outcome.appliedDirective {
             do {
                 let reason = "\(directive.reason) (directive serial \(directive.serial))"
@@ -117,8 +117,9 @@ struct SyncCommand: Command {
                 applied = (directive, outcome)
             } catch {
                 applyFailure = "Directive serial \(directive.serial) is authentic but was not applied: \(error.message)"
-                // A write failure is not a refusal of the data; both leave the serial unaccepted.
-                applyFailureCode = error.code == .stateNotWritable ? "state_not_writable" : "data_not_downgradable"
+                // The command's own code (`switch_refused` when the data cannot go back,
+                // `state_not_writable`, ...): both leave the serial unaccepted.
+                applyFailureCode = error.code
             }
         }
         var becameStale: RemoteStaleness?
@@ -141,7 +142,7 @@ struct SyncCommand: Command {
                 becameStale = Self.recordStaleness(in: &record, now: now, settings: settings, workspace: workspace)
                 if let applyFailure {
                     record.outcome = "not_applied"
-                    record.code = applyFailureCode
+                    record.code = applyFailureCode.rawValue
                     record.reason = applyFailure
                     return
                 }
