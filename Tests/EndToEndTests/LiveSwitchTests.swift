@@ -76,6 +76,31 @@ import Glibc
         #expect(app.stderr.contains("is ready (it said it was ready); stopping the current slot"))
     }
 
+    /// Both builds bad (the current one rejected automatically, the previous one too, which
+    /// started well more recently): no choice selects the previous slot, the planner does, and
+    /// the supervisor switches to it live. Nobody else writes a line for that switch: the
+    /// history records it as a fallback, with the planner's reason.
+    @Test func aSwitchThePlannerMakesWhenBothBuildsAreBadIsInTheHistory() throws {
+        let (t, port) = try Self.server()
+        let app = try Self.serve(t, port)
+        defer { app.stop() }
+        #expect(waitUntil(seconds: 30) { Self.version(port) == t.currentVersion })
+        let now = Int64(Date().timeIntervalSince1970)
+        var record = HealthRecord()
+        for (slot, lastGood) in [(BuildSlot.current, now - 3600), (.previous, now - 60)] {
+            let build = try t.manifestValue("\(slot.rawValue).sha256")
+            record.set(SlotHealth(build: build, verdict: .bad, failedStarts: 0, lastGoodAt: lastGood, changedAt: now,
+                                  note: "crashed", version: slot == .current ? t.currentVersion : t.previousVersion, markedBy: .auto))
+        }
+        try Data(record.serialized()).write(to: URL(fileURLWithPath: t.state + "/health.new"))
+        #expect(rename(t.state + "/health.new", t.state + "/health") == 0)
+        #expect(waitUntil(seconds: 30) { Self.version(port) == t.previousVersion }, "\(app.stderr)")
+        let fallback = try #require(try t.history().last { $0.kind == "fallback" }, "\(app.stderr)")
+        #expect(fallback.from == "current" && fallback.to == "previous")
+        #expect(fallback.reason == "the supervisor runs the previous slot (\(t.previousVersion)) because both builds are bad and this one started well most recently")
+        #expect(try t.status().rollback == false, "no choice was written")
+    }
+
     @Test func aHungPreviousBuildIsStoppedAtItsDeadlineWhileTheOldChildKeepsServing() throws {
         let (t, port) = try Self.server(["supervise.start_deadline_ms": "3000"])
         let app = try Self.serve(t, port, environment: ["SAMPLE_HANG_AT_START": t.previousVersion])
