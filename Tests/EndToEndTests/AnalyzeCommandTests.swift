@@ -164,6 +164,30 @@ import Glibc
         #expect(requests.withLock { $0 } > 5, "the probes reached the app")
     }
 
+    /// Probes leave at a fixed rate, so a slower build is measured on as many of them as a fast
+    /// one, and an unanswered probe counts as slow: 200, 300, 500 and 2,000 ms more per request,
+    /// with the same settings, all fail on latency at the first measurement. Sent one after
+    /// another, as before issue 40, +300 ms gave "3 probes over 1 s, fewer than the 5 needed"
+    /// and the analysis ended inconclusive: the slower build stayed.
+    @Test(arguments: [200, 300, 500, 2000])
+    func aSlowerBuildFailsItsLatencyCheckWhateverHowSlow(delay: Int) throws {
+        let t = try TestBundle()
+        defer { try? FileManager.default.removeItem(atPath: t.directory) }
+        let server = try LoopbackHTTPServer { _ in .answer(status: 200, body: "ok\n", delay: .milliseconds(delay)) }
+        defer { server.stop() }
+        try configure(t, window: 10, ["checks": "http", "check.http.kind": "http", "check.http.url": "http://127.0.0.1:\(server.port)/",
+                                      "check.http.probe_interval_ms": "100", "check.http.latency_limit_ms": "150"])
+        let run = try analyze(t, endsIn: 10)
+        #expect(run.status == 0, "\(run)")
+        #expect(run.measurements.allSatisfy { !$0.hasPrefix("measurement http inconclusive") }, "\(run)")
+        let verdict = try #require(run.verdict, "\(run)")
+        let pattern = /^verdict failed http: p99 latency (\d+) ms over (\d+) probes \(limit 150 ms\)$/
+        let match = try #require(verdict.wholeMatch(of: pattern), "\(verdict)")
+        #expect(Int(match.1)! >= min(delay, 1000), "\(verdict)")
+        #expect(Int(match.2)! >= 5, "\(verdict)")
+        #expect(run.seconds < 5, "the first measurement decided: \(run)")
+    }
+
     @Test func prometheusUnreachableForTheWholeWindowIsInconclusive() throws {
         let t = try TestBundle()
         defer { try? FileManager.default.removeItem(atPath: t.directory) }

@@ -143,6 +143,12 @@ import Testing
           "analysis.check.h.min_probes": "0"], .invalidValue, "analysis.check.h.min_probes", "from 1 to 1000000"),
         (["analysis.window_s": "10", "analysis.checks": "h", "analysis.check.h.kind": "http", "analysis.check.h.url": "http://a/",
           "analysis.check.h.min_probes": "50"], .invalidValue, "analysis.check.h.min_probes", "a 10 s window holds at most 21 probes 500 ms apart"),
+        // A first measurement that cannot hold min_probes: inconclusive in every analysis (issue 40).
+        (["analysis.window_s": "60", "analysis.interval_s": "1", "analysis.checks": "h", "analysis.check.h.kind": "http", "analysis.check.h.url": "http://a/"],
+         .invalidValue, "analysis.interval_s", "analysis.interval_s is 1 s, but analysis.check.h.min_probes (5) probes 500 ms apart take 2500 ms: its first measurement, 1 s after the start, would hold at most 2 and be inconclusive in every analysis; raise analysis.interval_s to at least 3, lower min_probes or lower probe_interval_ms."),
+        (["analysis.window_s": "60", "analysis.checks": "h", "analysis.check.h.kind": "http", "analysis.check.h.url": "http://a/",
+          "analysis.check.h.interval_s": "2", "analysis.check.h.min_probes": "25", "analysis.check.h.probe_interval_ms": "100"],
+         .invalidValue, "analysis.check.h.interval_s", "raise analysis.check.h.interval_s to at least 3"),
         (["analysis.window_s": "60", "analysis.checks": "p", "analysis.check.p.kind": "prometheus", "analysis.check.p.query": "up",
           "analysis.check.p.success": "result == 1"], .missingKey, "analysis.check.p.address", "write e.g. analysis.check.p.address=http://127.0.0.1:9090"),
         (["analysis.window_s": "60", "analysis.checks": "p", "analysis.check.p.kind": "prometheus", "analysis.check.p.address": "127.0.0.1:9090",

@@ -54,6 +54,38 @@ import Testing
         #expect(probes.measure(at: 4000, check: "http").detail == "4 probes over 4 s, fewer than the 5 needed (min_probes)")
     }
 
+    /// Probes leave at a fixed rate: one still unanswered an interval after it was sent counts
+    /// now, as slow as its age, so a slower build is measured on as many probes as a fast one
+    /// and only ever nearer failure (issue 40: a +300 ms build ended inconclusive, "4 probes
+    /// over 1 s, fewer than the 5 needed", and stayed).
+    @Test func aProbeUnansweredForAnIntervalCountsAsSlowNotAsMissing() {
+        var probes = window(latencyLimit: 250)  // probes 500 ms apart
+        for index in 0..<6 { probes.sent(at: Int64(index * 500)) }
+        // The first two answered in 300 ms; the others are still waiting at 2,700 ms.
+        probes.record(.init(at: 0, isSuccess: true, latencyMilliseconds: 300))
+        probes.record(.init(at: 500, isSuccess: true, latencyMilliseconds: 300))
+        #expect(probes.pending == [1000, 1500, 2000, 2500])
+        let measurement = probes.measure(at: 2700, check: "http")
+        // 2 answered + 3 overdue (sent at 1,000, 1,500 and 2,000; the one sent at 2,500 is not yet
+        // an interval old): 5 probes, the slowest 1,700 ms old.
+        #expect(measurement == Measurement(check: "http", phase: .failed, detail: "p99 latency 1700 ms over 5 probes (limit 250 ms)"))
+        // Without a latency limit they are slow successes so far; a timeout later makes them failures.
+        var unlimited = window()
+        for index in 0..<6 { unlimited.sent(at: Int64(index * 500)) }
+        #expect(unlimited.measure(at: 2700, check: "http").detail == "0% of 5 probes failed (limit 5%), p99 latency 2700 ms over 3 s")
+    }
+
+    @Test func probesThatEndOutOfOrderAreKeptInTheOrderTheyWereSent() {
+        var probes = window()
+        for index in 0..<3 { probes.sent(at: Int64(index * 500)) }
+        probes.record(.init(at: 1000, isSuccess: true, latencyMilliseconds: 10))
+        probes.record(.init(at: 0, isSuccess: false, latencyMilliseconds: nil, reason: "timeout"))
+        probes.record(.init(at: 500, isSuccess: true, latencyMilliseconds: 700))
+        #expect(probes.probes.map(\.at) == [0, 500, 1000])
+        #expect(probes.pending.isEmpty)
+        #expect(probes.lastFailureReason == "timeout")
+    }
+
     @Test func latencyPercentilesByNearestRank() {
         var probes = window(latencyLimit: 250)
         // Latencies 1...100 ms: p99 is 99, p50 is 50, p100 is 100.

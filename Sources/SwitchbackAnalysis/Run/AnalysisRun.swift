@@ -7,6 +7,10 @@ import SwitchbackRemote
 /// - Each check runs on a thread of its own that sleeps between its probes and measurements
 ///   (a condition wait, no polling); http probes start at once, the first measurement of
 ///   every check comes one interval after the start.
+/// - An http check's probes leave at a fixed rate, one every `probe_interval_ms`, each on a
+///   thread of its own, whether or not the ones before have answered (at most as many at
+///   once as its timeout allows): a slower build gets as many probes as a fast one, and a
+///   probe still unanswered counts as slow (`HTTPProbeWindow`).
 /// - The run ends at the first verdict (a failed check, too many inconclusive measurements,
 ///   the app's "bad"), or at the deadline: then the http and app checks are measured one last
 ///   time (unless they were measured less than half an interval before) and the judge
@@ -139,19 +143,36 @@ public final class AnalysisRun: @unchecked Sendable {
         case .http(let settings):
             let prober = HTTPProber(settings: settings)
             let probeInterval = Int64(settings.probeIntervalMilliseconds)
+            // Every probe ends by its timeout, so this many are never all still out at once
+            // unless the machine cannot run their threads; a tick past it is a failed probe.
+            let maxInFlight = min(64, settings.timeoutMilliseconds / settings.probeIntervalMilliseconds + 2)
             var nextProbe = start
             while true {
-                var now = MonotonicClock.milliseconds()
+                let now = MonotonicClock.milliseconds()
                 if now >= nextProbe {
-                    let probe = prober.probe(at: now)
-                    nextProbe = max(nextProbe + probeInterval, MonotonicClock.milliseconds())
+                    // Stamped with its tick: a loop woken late sends it at once, and skips the
+                    // ticks it slept through rather than sending them in a burst.
+                    let at = nextProbe
+                    nextProbe += max(1, (now - nextProbe) / probeInterval + 1) * probeInterval
                     let over: Bool = monitor.withLock {
-                        guard !isOver else { return true }
-                        windows[check.name]?.record(probe)
+                        guard !isOver, var window = windows[check.name] else { return true }
+                        if window.pending.count >= maxInFlight {
+                            window.record(.init(at: at, isSuccess: false, latencyMilliseconds: nil,
+                                                reason: "not sent: \(window.pending.count) probes still unanswered"))
+                        } else {
+                            window.sent(at: at)
+                            FetchThread.start { [self] in
+                                let probe = prober.probe(at: at)
+                                monitor.withLock {
+                                    guard !isOver else { return }
+                                    windows[check.name]?.record(probe)
+                                }
+                            }
+                        }
+                        windows[check.name] = window
                         return false
                     }
                     if over { return }
-                    now = MonotonicClock.milliseconds()
                 }
                 let over: Bool = monitor.withLock {
                     if !isOver, now >= nextMeasurement, var window = windows[check.name] {

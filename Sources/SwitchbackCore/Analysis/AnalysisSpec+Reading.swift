@@ -101,7 +101,18 @@ struct SettingsReader {
         let interval = try integer(prefix + "interval_s", in: 1...86_400, "a whole number of seconds") ?? spec.intervalSeconds
         switch kind {
         case "http":
-            return AnalysisCheck(name: name, intervalMilliseconds: interval * 1000, kind: .http(try http(prefix, spec: spec)))
+            let http = try http(prefix, spec: spec)
+            // A measurement counts the probes answered (or overdue) since the last one: the
+            // first, one interval after the start, must be able to hold min_probes of them, or
+            // it is inconclusive in every analysis and, past inconclusive_limit, ends it.
+            let held = interval * 1000 / http.probeIntervalMilliseconds
+            guard http.minProbes <= held else {
+                let needed = (http.minProbes * http.probeIntervalMilliseconds + 999) / 1000
+                let source = settings[prefix + "interval_s"] != nil ? prefix + "interval_s" : "analysis.interval_s"
+                throw AnalysisSpecError(.invalidValue, key: source,
+                                        "\(source) is \(interval) s, but \(prefix)min_probes (\(http.minProbes)) probes \(http.probeIntervalMilliseconds) ms apart take \(http.minProbes * http.probeIntervalMilliseconds) ms: its first measurement, \(interval) s after the start, would hold at most \(held) and be inconclusive in every analysis; raise \(source) to at least \(needed), lower min_probes or lower probe_interval_ms.")
+            }
+            return AnalysisCheck(name: name, intervalMilliseconds: interval * 1000, kind: .http(http))
         case "prometheus":
             return AnalysisCheck(name: name, intervalMilliseconds: interval * 1000, kind: .prometheus(try prometheus(prefix, name: name)))
         case "app":
