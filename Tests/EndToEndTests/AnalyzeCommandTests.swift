@@ -188,6 +188,28 @@ import Glibc
         #expect(run.seconds < 5, "the first measurement decided: \(run)")
     }
 
+    /// A first measurement that cannot hold min_probes is inconclusive in every analysis: the
+    /// supervisor's start and `rollbackctl verify` refuse such settings, with the arithmetic.
+    @Test func settingsThatCannotGiveAVerdictAreRefusedAtTheStartAndByVerify() throws {
+        let t = try TestBundle()
+        defer { try? FileManager.default.removeItem(atPath: t.directory) }
+        let port = try unusedLocalPort()
+        for (key, value) in ["supervise": "true", "analysis.window_s": "60", "analysis.interval_s": "1", "analysis.checks": "h",
+                             "analysis.check.h.kind": "http", "analysis.check.h.url": "http://127.0.0.1:\(port)/"] {
+            try t.setManifestSetting(key, value)
+        }
+        let sentence = "analysis.interval_s is 1 s, but analysis.check.h.min_probes (5) probes 500 ms apart take 2500 ms: its first measurement, 1 s after the start, would hold at most 2 and be inconclusive in every analysis; raise analysis.interval_s to at least 3, lower min_probes or lower probe_interval_ms."
+        let start = try t.launcher("serve", "--http", "127.0.0.1:\(port)", environment: ["SWITCHBACK_SUPERVISE": "1"])
+        #expect(start.status == 70, "\(start)")
+        #expect(start.stderr.hasSuffix("launcher: The manifest's analysis settings are refused: \(sentence) Rebuild the bundle with switchback-bundle --analysis FILE.\n"), "\(start.stderr)")
+        let verify = try t.rollbackctl("verify")
+        #expect(verify.status == 1)
+        #expect(verify.stdout.contains("analysis: FAILED: \(sentence)\n"), "\(verify.stdout)")
+        try t.setManifestSetting("analysis.check.h.probe_interval_ms", "100")
+        let accepted = try t.rollbackctl("verify")
+        #expect(accepted.status == 0 && !accepted.stdout.contains("analysis"), "\(accepted)")
+    }
+
     @Test func prometheusUnreachableForTheWholeWindowIsInconclusive() throws {
         let t = try TestBundle()
         defer { try? FileManager.default.removeItem(atPath: t.directory) }
