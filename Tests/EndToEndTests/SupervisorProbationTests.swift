@@ -61,6 +61,7 @@ import Glibc
         let history = try t.history()
         let aborted = try #require(history.first { $0.kind == "probation_aborted" })
         #expect(aborted.reason == "the current build (\(t.currentVersion)) was aborted by the operator (rollbackctl abort)")
+        #expect(aborted.source == "cli", "an operator's abort is recorded as the operator's")
         let rollback = try #require(history.last { $0.kind == "switch" })
         // An operator's abort is an explicit rejection, as `rollbackctl mark-bad` is: automatic
         // rollback never returns to the build.
@@ -83,7 +84,7 @@ import Glibc
         #expect(Self.probation(t)?.state == .promoted)
         let health = try t.health("current")
         #expect(health.verdict == "good" && health.note == "promoted by the operator during its bake window")
-        #expect(try t.history().contains { $0.kind == "probation_promoted" })
+        #expect(try t.history().contains { $0.kind == "probation_promoted" && $0.source == "cli" }, "an operator's promote is recorded as the operator's")
         #expect(LiveSwitchTests.version(port) == t.currentVersion, "it keeps serving")
 
         let status = try #require(try t.status().probation)

@@ -146,7 +146,7 @@ extension SupervisorMachineTests {
         #expect(actions.first == .stopAnalyzer)
         #expect(actions.contains(.markBad(slot: .current, build: "cur", why: "was aborted by the operator during its bake window (rollbackctl abort)", by: .cli)))
         #expect(actions.contains(.recordHistory(.probationAborted, from: .current, to: .current,
-                                                reason: "the current build (1.3.0) was aborted by the operator (rollbackctl abort)")))
+                                                reason: "the current build (1.3.0) was aborted by the operator (rollbackctl abort)", source: .cli)))
         #expect(machine.probation.record?.state == .aborted)
     }
 

@@ -323,7 +323,7 @@ import Testing
         _ = machine.handle(.spawned(.candidate(.previous), pid: 200, intendedSlot: .previous, goodBuilds: []), at: Self.at(10))
         let hung = machine.handle(.tick, at: Self.at(11.5))
         #expect(hung.first == .kill(pid: 200, signal: SIGABRT))
-        #expect(hung.contains { if case .recordHistory(.hungStart, .current, .previous, _) = $0 { true } else { false } })
+        #expect(hung.contains { if case .recordHistory(.hungStart, .current, .previous, _, .auto) = $0 { true } else { false } })
         let actions = machine.handle(.exited(pid: 200, .killed(signal: SIGABRT)), at: Self.at(11.6))
         #expect(Self.said(actions) == ["The switch to the previous slot (1.2.0) did not happen: it was not ready within 1.5 s; the current slot (1.3.0) keeps serving."])
     }

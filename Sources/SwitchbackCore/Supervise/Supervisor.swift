@@ -227,8 +227,8 @@ public final class Supervisor {
             Launcher.printError("launcher: supervisor: \(text)")
         case .notifySystemd(let lines):
             if let systemd { SystemdLink.send(lines.joined(separator: "\n"), to: systemd.socket) }
-        case .recordHistory(let kind, let from, let to, let reason):
-            recordHistory(kind: kind, from: from, to: to, reason: reason)
+        case .recordHistory(let kind, let from, let to, let reason, let source):
+            recordHistory(kind: kind, from: from, to: to, reason: reason, source: source)
         case .recordGoodMark(let child, let how):
             recordGoodMark(child, how: how)
         case .countCrash(let slot, let build):
@@ -400,9 +400,9 @@ public final class Supervisor {
 
     // MARK: Records
 
-    func recordHistory(kind: SwitchHistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String) {
+    func recordHistory(kind: SwitchHistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String, source: ChoiceSource = .auto) {
         guard trusted else { return }
-        let event = SwitchHistoryEvent(time: currentUnixTime(), kind: kind, from: from, to: to, source: .auto, reason: reason)
+        let event = SwitchHistoryEvent(time: currentUnixTime(), kind: kind, from: from, to: to, source: source, reason: reason)
         try? FileLock.withLock(at: directory.lockPath) { () throws(SwitchbackError) in
             try HistoryLog(path: directory.historyPath).append(event)
         }

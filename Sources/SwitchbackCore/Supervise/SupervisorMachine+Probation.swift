@@ -166,14 +166,14 @@ extension SupervisorMachine {
             record.result = "promoted by the operator (rollbackctl promote)"
             probation = .judged(record)
             return actions + [.say("\(what) was promoted by the operator."),
-                              .recordHistory(.probationPromoted, from: record.slot, to: record.slot, reason: "\(what) was promoted by the operator (rollbackctl promote)"),
+                              .recordHistory(.probationPromoted, from: record.slot, to: record.slot, reason: "\(what) was promoted by the operator (rollbackctl promote)", source: .cli),
                               .markGoodAfterProbation(slot: record.slot, build: record.build, note: "promoted by the operator during its bake window"),
                               .recordProbation(record)]
         case .abort:
             record.state = .aborted
             record.result = "aborted by the operator (rollbackctl abort)"
             probation = .judged(record)
-            return actions + [.recordHistory(.probationAborted, from: record.slot, to: record.slot, reason: "\(what) was aborted by the operator (rollbackctl abort)"),
+            return actions + [.recordHistory(.probationAborted, from: record.slot, to: record.slot, reason: "\(what) was aborted by the operator (rollbackctl abort)", source: .cli),
                               .markBad(slot: record.slot, build: record.build, why: "was aborted by the operator during its bake window (rollbackctl abort)", by: .cli),
                               .recordProbation(record)]
         }

@@ -164,7 +164,8 @@ struct SupervisorMachine {
         /// A line on stderr after "launcher: supervisor: ".
         case say(String)
         case notifySystemd([String])
-        case recordHistory(SwitchHistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String)
+        /// `source`: `auto` for the supervisor's own events, `cli` for what an operator asked.
+        case recordHistory(SwitchHistoryEvent.Kind, from: BuildSlot, to: BuildSlot, reason: String, source: ChoiceSource = .auto)
         /// Mark the ready child's build good, as the app would have (when trusted).
         case recordGoodMark(SupervisedChild, how: String)
         /// A child of a build exited abnormally: the driver answers `goodBuildCrashed` when the
