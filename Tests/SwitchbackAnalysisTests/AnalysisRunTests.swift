@@ -95,6 +95,20 @@ import Testing
         }
     }
 
+    /// The end of the window is judged too: a Prometheus check 2 s apart over a 6 s window is
+    /// measured at 2, 4 and 6 s (issue 40: a rollout's 18 s pause at 6 s got 2 measurements, the
+    /// last interval never judged).
+    @Test func theEndOfTheWindowIsMeasured() throws {
+        let fixture = try PrometheusFixture()
+        defer { fixture.stop() }
+        let check = ["kind": "prometheus", "address": fixture.prometheus.address, "query": "vector(0)", "success": "result[0] < 1",
+                     "interval_s": "2"]
+        let outcome = try run(settings(window: 6, ["errors": check]), seconds: 6)
+        #expect(outcome.verdict.word == "successful", "\(outcome.verdict)")
+        #expect(outcome.measurements.count == 3, "\(outcome.measurements)")
+        #expect(outcome.measurements.allSatisfy { $0.phase == .successful }, "\(outcome.measurements)")
+    }
+
     @Test func prometheusUnreachableForTheWholeWindowIsInconclusive() throws {
         let port = try freeLoopbackPort()
         let errors = ["kind": "prometheus", "address": "http://127.0.0.1:\(port)", "query": "up", "success": "result[0] == 1"]

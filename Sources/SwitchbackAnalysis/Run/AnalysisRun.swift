@@ -12,9 +12,11 @@ import SwitchbackRemote
 ///   once as its timeout allows): a slower build gets as many probes as a fast one, and a
 ///   probe still unanswered counts as slow (`HTTPProbeWindow`).
 /// - The run ends at the first verdict (a failed check, too many inconclusive measurements,
-///   the app's "bad"), or at the deadline: then the http and app checks are measured one last
-///   time (unless they were measured less than half an interval before) and the judge
-///   finishes (successful only if every check succeeded at least once).
+///   the app's "bad"), or at the deadline: then every check is measured one last time (unless
+///   it was measured less than half an interval before; a Prometheus query then takes up to
+///   its timeout more), so the end of a window, or of a rollout's pause, is always judged
+///   (an 18 s pause at 6 s intervals: 3 measurements, not 2), and the judge finishes
+///   (successful only if every check succeeded at least once).
 /// - The app's signals come from any thread: `reportAppFailures(_:)`, `reportAppBad(_:)`.
 ///
 /// `run` blocks its caller; threads still blocked in a probe or a query when it returns end
@@ -38,6 +40,8 @@ public final class AnalysisRun: @unchecked Sendable {
     private var lastMeasuredAt: [String: Int64] = [:]
     private var appFailures = 0
     private var isOver = false
+    /// The deadline passed: the last measurements are the run's own; the loops record nothing more.
+    private var isEnding = false
     private var emit: (@Sendable (Event) -> Void)?
 
     public init(spec: AnalysisSpec, variables: [String: String] = [:]) {
@@ -60,12 +64,30 @@ public final class AnalysisRun: @unchecked Sendable {
         for check in spec.checks {
             FetchThread.start { [self] in loop(check, start: start) }
         }
-        let verdict: AnalysisVerdict = monitor.withLock {
+        let due: [(AnalysisCheck, AnalysisCheck.Prometheus)] = monitor.withLock {
             while !isOver, judge.verdict == nil, MonotonicClock.milliseconds() < deadline {
                 monitor.wait(until: deadline * 1_000_000)
             }
+            guard !isOver, judge.verdict == nil else { return [] }
+            isEnding = true
+            let now = MonotonicClock.milliseconds()
+            return spec.checks.compactMap { check in
+                guard case .prometheus(let settings) = check.kind, !measuredRecently(check, now: now) else { return nil }
+                return (check, settings)
+            }
+        }
+        // The queries of the end, outside the lock (each bounded by its timeout).
+        let last = due.map { check, settings in
+            PrometheusClient(address: settings.address, timeoutMilliseconds: settings.timeoutMilliseconds)
+                .measure(settings, name: check.name, variables: variables, at: MonotonicClock.unixMilliseconds())
+        }
+        let verdict: AnalysisVerdict = monitor.withLock {
             let stopped = isOver
-            if !stopped, judge.verdict == nil { measureAtTheEnd(now: MonotonicClock.milliseconds()) }
+            if !stopped, judge.verdict == nil {
+                let now = MonotonicClock.milliseconds()
+                for measurement in last where judge.verdict == nil { record(measurement, at: now, ending: true) }
+                if judge.verdict == nil { measureAtTheEnd(now: now) }
+            }
             let verdict = judge.verdict ?? (stopped ? .inconclusive("the analysis was stopped before its window ended") : judge.finish())
             if !stopped { emit?(.verdict(verdict)) }
             isOver = true
@@ -109,27 +131,32 @@ public final class AnalysisRun: @unchecked Sendable {
     // MARK: - The checks' loops
 
     /// Records a measurement (the lock held) and wakes `run` when it decides the analysis.
-    private func record(_ measurement: Measurement, at now: Int64) {
-        guard !isOver, judge.verdict == nil else { return }
+    /// Past the deadline only the run's own last measurements (`ending`) count.
+    private func record(_ measurement: Measurement, at now: Int64, ending: Bool = false) {
+        guard !isOver, judge.verdict == nil, ending || !isEnding else { return }
         lastMeasuredAt[measurement.check] = now
         emit?(.measurement(measurement))
         if judge.record(measurement) != nil { monitor.broadcast() }
     }
 
-    /// The last measurements at the deadline (the lock held).
+    /// Whether `check` was measured less than half an interval before `now` (the lock held).
+    private func measuredRecently(_ check: AnalysisCheck, now: Int64) -> Bool {
+        lastMeasuredAt[check.name].map { now - $0 < Int64(check.intervalMilliseconds / 2) } ?? false
+    }
+
+    /// The last measurements of the http and app checks at the deadline (the lock held; the
+    /// Prometheus checks' were queried just before, outside it).
     private func measureAtTheEnd(now: Int64) {
-        for check in spec.checks {
-            let recent = lastMeasuredAt[check.name].map { now - $0 < Int64(check.intervalMilliseconds / 2) } ?? false
-            guard !recent else { continue }
+        for check in spec.checks where judge.verdict == nil && !measuredRecently(check, now: now) {
             switch check.kind {
             case .http:
                 if var window = windows[check.name] {
                     let measurement = window.measure(at: now, check: check.name)
                     windows[check.name] = window
-                    record(measurement, at: now)
+                    record(measurement, at: now, ending: true)
                 }
             case .app(let settings):
-                record(settings.measurement(failures: appFailures, check: check.name), at: now)
+                record(settings.measurement(failures: appFailures, check: check.name), at: now, ending: true)
             case .prometheus:
                 break
             }
