@@ -54,10 +54,10 @@ import Testing
                                            reason: "Rollout of 1.3.0 rolled back at step 1 of 3 (5%): rollbacks: result[0] == 0 is false (4)")))
         #expect(machine.state.phase == .rollingBack && machine.state.rollbackCause == .failed)
         let end = Self.publish(&machine, rollback, serial: 11)
-        #expect(end == .fail("The rollout of 1.3.0 stopped at step 1 of 3 (5%) and was rolled back for every install (directive serial 11): rollbacks: result[0] == 0 is false (4)."))
+        #expect(end == .rolledBack("The rollout of 1.3.0 stopped at step 1 of 3 (5%) and was rolled back for every install (directive serial 11): rollbacks: result[0] == 0 is false (4)."))
         #expect(machine.state.phase == .rolledBack)
         var again = RolloutMachine(plan: Self.plan, state: machine.state, approve: true)
-        guard case .fail(let sentence) = again.resume(onDisk: .init(serial: 11, sha256: "sha11"), abort: false, now: 200) else {
+        guard case .rolledBack(let sentence) = again.resume(onDisk: .init(serial: 11, sha256: "sha11"), abort: false, now: 200) else {
             Issue.record("a rolled-back rollout must not go on")
             return
         }

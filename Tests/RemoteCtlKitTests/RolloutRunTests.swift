@@ -139,7 +139,7 @@ import Testing
 
     @Test func aFailedStepPublishesTheRollbackAndSaysWhatItMeasured() throws {
         let h = Harness([.failed("errors: result[0] < 0.05 is false (0.31)")])
-        #expect(throws: CommandError.failure("The rollout of 1.3.0 stopped at step 1 of 3 (5%) and was rolled back for every install (directive serial \(1_800_000_030)): errors: result[0] < 0.05 is false (0.31).")) {
+        #expect(throws: CommandError(.rolledBack, "The rollout of 1.3.0 stopped at step 1 of 3 (5%) and was rolled back for every install (directive serial \(1_800_000_030)): errors: result[0] < 0.05 is false (0.31).")) {
             try h.run()
         }
         let directive = try #require(h.files.published)

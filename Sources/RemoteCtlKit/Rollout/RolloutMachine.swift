@@ -34,6 +34,9 @@ struct RolloutMachine {
         case finish(String)
         /// Stopped by a failure or a refusal (exit 1).
         case fail(String)
+        /// Stopped rolled back: a step failed its analysis and the rollback is published, or
+        /// the rollout was rolled back before (exit 2).
+        case rolledBack(String)
         /// Stopped because another publisher took the directive file over during a pause: an
         /// `--abort` run from another process, or a directive published by hand. Nothing is
         /// published after it and the state is not written (exit 4).
@@ -79,7 +82,7 @@ struct RolloutMachine {
         }
         switch state.phase {
         case .rolledBack:
-            return .fail("The rollout of \(plan.version) was already rolled back (directive serial \(state.serial)): \(state.result ?? "no reason recorded"); to try again, start a new rollout with another --state file.")
+            return .rolledBack("The rollout of \(plan.version) was already rolled back (directive serial \(state.serial)): \(state.result ?? "no reason recorded"); to try again, start a new rollout with another --state file.")
         case .rollingBack where !state.isRollbackSigned:
             // Decided and written down, then killed before it was signed: the file still
             // holds the last step's directive (or whatever was there), so no serial or hash
@@ -145,7 +148,7 @@ struct RolloutMachine {
             if state.rollbackCause == .aborted {
                 return .finish("Rolled back \(plan.version) for every install (directive serial \(state.serial)): \(reason).")
             }
-            return .fail("The rollout of \(plan.version) stopped at \(stepName) and was rolled back for every install (directive serial \(state.serial)): \(reason).")
+            return .rolledBack("The rollout of \(plan.version) stopped at \(stepName) and was rolled back for every install (directive serial \(state.serial)): \(reason).")
         }
         state.phase = .analysing
         state.records[state.step] = .init(serial: state.serial, publishedAt: now)

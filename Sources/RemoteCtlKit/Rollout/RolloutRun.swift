@@ -13,7 +13,7 @@ import SwitchbackRemote
 /// Drives a rollout: performs the actions `RolloutMachine` returns (sign, write the state,
 /// write the directive, write the state again, pause and judge), prints what it measured and
 /// why it acts, and ends with the machine's last sentence: returned (exit 0), thrown as
-/// `.waiting` (exit 3) or as a failure (exit 1).
+/// `.waiting` (exit 3), `.rolledBack` (exit 2) or as a failure (exit 1).
 struct RolloutRun {
     let plan: RolloutPlan
     let appID: String
@@ -79,6 +79,8 @@ struct RolloutRun {
                 return
             case .fail(let sentence):
                 throw .failure(sentence)
+            case .rolledBack(let sentence):
+                throw CommandError(.rolledBack, sentence)
             case .superseded(let sentence):
                 throw CommandError(.superseded, sentence)
             }

@@ -25,6 +25,10 @@ public struct CommandError: Error, Equatable, Sendable {
         /// pause: an `--abort` from another shell, or a directive published by hand; it
         /// published nothing after it (exit 4).
         case superseded
+        /// A rollout's step failed its analysis and the rollback was published, or the rollout
+        /// had been rolled back before (exit 2): an outcome a pipeline tells apart from a
+        /// rollout that cannot go on (exit 1).
+        case rolledBack = "rolled_back"
     }
 
     public var code: Code
@@ -51,13 +55,14 @@ public struct CommandError: Error, Equatable, Sendable {
 
     /// The process exit code: 64 for bad usage, 78 for an unusable configuration (a bundle's
     /// `analysis.*` settings, a rollout plan), 3 for a command waiting for an operator, 4 for a
-    /// rollout another process took over, 1 for everything else.
+    /// rollout another process took over, 2 for a rollout rolled back, 1 for everything else.
     public var exitCode: Int32 {
         switch code {
         case .usage: return 64
         case .configInvalid: return 78
         case .waiting: return 3
         case .superseded: return 4
+        case .rolledBack: return 2
         case .failed, .switchRefused, .stateNotWritable: return 1
         }
     }
