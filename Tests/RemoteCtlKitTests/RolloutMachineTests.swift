@@ -3,7 +3,7 @@ import Testing
 
 /// Every transition of the rollout's state machine, without files, keys or clocks.
 @Suite struct RolloutMachineTests {
-    static let plan = RolloutPlan(version: "1.3.0", steps: [5, 50, 100], pauseSeconds: 60, approvalSteps: [50],
+    static let plan = RolloutPlan(version: "1.3.0", steps: [5, 50, 100], pauses: [60, 60, 60], approvalSteps: [50],
                                   expiresInSeconds: 3600, appID: "app", previousVersion: "1.2.0", analysis: [:])
 
     /// Publishes what `action` asks with `serial`, as the driver does; returns the next action.
@@ -92,7 +92,7 @@ import Testing
     }
 
     @Test func approvedInAdvanceAnInconclusiveStepGoesOn() {
-        let plan = RolloutPlan(version: "1.3.0", steps: [5, 100], pauseSeconds: 60, approvalSteps: [], expiresInSeconds: 3600,
+        let plan = RolloutPlan(version: "1.3.0", steps: [5, 100], pauses: [60, 60], approvalSteps: [], expiresInSeconds: 3600,
                                appID: "app", previousVersion: nil, analysis: [:])
         var machine = RolloutMachine(plan: plan, state: nil, approve: true)
         _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)

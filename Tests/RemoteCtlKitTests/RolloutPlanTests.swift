@@ -20,7 +20,7 @@ import Testing
             "analysis.check.rollbacks.success=result[0] == 0")
         #expect(plan.version == "1.3.0")
         #expect(plan.steps == [1, 10, 50, 100])
-        #expect(plan.pauseSeconds == 120)
+        #expect(plan.pauses.allSatisfy { $0 == 120 } && plan.pauses.count == plan.steps.count)
         #expect(plan.approvalSteps == [50])
         #expect(plan.expiresInSeconds == 43_200)
         #expect(plan.appID == "dev.example")
@@ -32,11 +32,29 @@ import Testing
 
     @Test func theDefaults() throws {
         let plan = try Self.plan("rollout.version=1.3.0", "rollout.steps=100")
-        #expect(plan.pauseSeconds == 60)
+        #expect(plan.pauses.allSatisfy { $0 == 60 })
         #expect(plan.expiresInSeconds == 7 * 86_400)
         #expect(plan.approvalSteps.isEmpty)
         #expect(plan.appID == nil && plan.previousVersion == nil)
         #expect(!plan.hasChecks)
+    }
+
+    /// One pause per step, as Argo's steps each carry their own (issue 40: one rollout.pause_s
+    /// served every step); the machine pauses each step for its own.
+    @Test func aPausePerStep() throws {
+        let plan = try Self.plan("rollout.version=1.3.0", "rollout.steps=5,50,100", "rollout.pause_s=2m, 30m,0")
+        #expect(plan.pauses == [120, 1800, 0])
+        #expect(plan.pause(afterStep: 2) == 1800)
+        #expect(plan.pausesSummary == "a pause of 120 s, 1800 s and 0 s after each step in turn")
+        #expect(try Self.plan("rollout.version=1.3.0", "rollout.steps=5,100", "rollout.pause_s=90").pausesSummary == "a 90 s pause after each")
+        #expect(throws: RolloutPlanError("The rollout plan plan has rollout.pause_s=1m,2m: 2 pauses for 3 steps (5%, 50%, 100%); give one pause for every step, or one for all.")) {
+            try Self.plan("rollout.version=1.3.0", "rollout.steps=5,50,100", "rollout.pause_s=1m,2m")
+        }
+        var machine = RolloutMachine(plan: plan, state: nil, approve: false)
+        let first = machine.resume(onDisk: nil, abort: false, now: 100)
+        #expect(RolloutMachineTests.publish(&machine, first, serial: 1) == .analyse(step: 1, percent: 5, seconds: 120, resumed: false))
+        let second = machine.judged(.successful("fine"), now: 300)
+        #expect(RolloutMachineTests.publish(&machine, second, serial: 2) == .analyse(step: 2, percent: 50, seconds: 1800, resumed: false))
     }
 
     @Test func queryVariablesAreSubstituted() {

@@ -92,7 +92,7 @@ import Testing
         var out: [String] = []
     }
 
-    static let plan = RolloutPlan(version: "1.3.0", steps: [5, 50, 100], pauseSeconds: 30, approvalSteps: [], expiresInSeconds: 3600,
+    static let plan = RolloutPlan(version: "1.3.0", steps: [5, 50, 100], pauses: [30, 30, 30], approvalSteps: [], expiresInSeconds: 3600,
                                   appID: "dev.example", previousVersion: "1.2.0", analysis: [:])
     static let signer = DirectiveSigner(privateKey: try! Ed25519PrivateKey.generate())
 

@@ -107,7 +107,7 @@ struct RolloutMachine {
             guard onDisk?.sha256 == state.directiveSHA256 else { return .fail(foreign(onDisk: onDisk)) }
             if abort { return rollBack(.aborted, because: "aborted by the operator (--abort)") }
             notes.append("Resuming \(stepName): its directive (serial \(state.serial)) is already published; its analysis runs again over a whole pause.")
-            return .analyse(step: state.step, percent: state.percent, seconds: plan.pauseSeconds, resumed: true)
+            return .analyse(step: state.step, percent: state.percent, seconds: plan.pause(afterStep: state.step), resumed: true)
         case .completed:
             if abort { return rollBack(.aborted, because: "aborted by the operator (--abort) after the rollout completed") }
             return .finish("The rollout of \(plan.version) is already complete: \(outcome)")
@@ -153,7 +153,7 @@ struct RolloutMachine {
         state.phase = .analysing
         state.records[state.step] = .init(serial: state.serial, publishedAt: now)
         if abort { return rollBack(.aborted, because: "aborted by the operator (--abort)") }
-        return .analyse(step: state.step, percent: state.percent, seconds: plan.pauseSeconds, resumed: resumed)
+        return .analyse(step: state.step, percent: state.percent, seconds: plan.pause(afterStep: state.step), resumed: resumed)
     }
 
     /// The pause of the step in hand ended with `verdict`; `onDisk` is the directive file and

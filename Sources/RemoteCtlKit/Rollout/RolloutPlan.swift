@@ -8,7 +8,7 @@ import SwitchbackCore
 ///
 ///     rollout.version=1.3.0
 ///     rollout.steps=1,10,50,100
-///     rollout.pause_s=60
+///     rollout.pause_s=60            (or one per step: 60,10m,30m,0)
 ///     rollout.approval=50
 ///     rollout.expires_in=7d
 ///     analysis.checks=rollbacks
@@ -22,8 +22,10 @@ struct RolloutPlan: Sendable, Equatable {
     var version: String
     /// The percentages, strictly increasing, each 1...100.
     var steps: [Int]
-    /// The pause after each step is published: the window its analysis runs over.
-    var pauseSeconds: Int
+    /// The pause after each step is published, one per step: the window its analysis runs
+    /// over (`rollout.pause_s`: one duration for every step, or one per step, as Argo's
+    /// `pause: {duration}` steps).
+    var pauses: [Int]
     /// The percentages that wait for an operator's `--approve` before they are published.
     var approvalSteps: Set<Int>
     /// How long each directive may be acted on after it is signed.
@@ -76,7 +78,16 @@ struct RolloutPlan: Sendable, Equatable {
             }
             steps.append(percent)
         }
-        let pause = try seconds(settings["rollout.pause_s"] ?? "60", key: "rollout.pause_s", file: file, allowZero: true)
+        let pauseText = settings["rollout.pause_s"] ?? "60"
+        var pauses: [Int] = []
+        for field in pauseText.split(separator: ",", omittingEmptySubsequences: false) {
+            pauses.append(try seconds(String(field), key: "rollout.pause_s", file: file, allowZero: true))
+        }
+        if pauses.count == 1 { pauses = Array(repeating: pauses[0], count: steps.count) }
+        guard pauses.count == steps.count else {
+            throw fail("has rollout.pause_s=\(pauseText): \(pauses.count) pauses for \(steps.count) steps (\(steps.map { "\($0)%" }.joined(separator: ", "))); give one pause for every step, or one for all.")
+        }
+        let pause = pauses.max() ?? 0
         var approval: Set<Int> = []
         if let text = settings["rollout.approval"], !text.allSatisfy(\.isWhitespace) {
             for field in text.split(separator: ",", omittingEmptySubsequences: false) {
@@ -107,7 +118,7 @@ struct RolloutPlan: Sendable, Equatable {
         do { spec = try AnalysisSpec.parse(analysis.merging(["analysis.window_s": String(max(1, pause))]) { $1 }) } catch {
             throw RolloutPlanError("In the rollout plan \(file), \(error.message)")
         }
-        return RolloutPlan(version: version, steps: steps, pauseSeconds: pause, approvalSteps: approval, expiresInSeconds: expires,
+        return RolloutPlan(version: version, steps: steps, pauses: pauses, approvalSteps: approval, expiresInSeconds: expires,
                            appID: settings["rollout.app_id"], previousVersion: settings["rollout.previous_version"], analysis: analysis,
                            spec: (spec?.checks.isEmpty ?? true) ? nil : spec)
     }
@@ -137,6 +148,16 @@ struct RolloutPlan: Sendable, Equatable {
         var values = ["version": version]
         if let previousVersion { values["previous_version"] = previousVersion }
         return values
+    }
+
+    /// The pause after step `step` (1-based).
+    func pause(afterStep step: Int) -> Int { pauses[min(max(step, 1), pauses.count) - 1] }
+
+    /// "a 60 s pause after each", or "a pause of 60 s, 600 s and 0 s after each step in turn".
+    var pausesSummary: String {
+        guard let first = pauses.first, pauses.contains(where: { $0 != first }) else { return "a \(pauses.first ?? 0) s pause after each" }
+        let list = pauses.map { "\($0) s" }
+        return "a pause of \(list.dropLast().joined(separator: ", ")) and \(list.last!) after each step in turn"
     }
 
     /// "5%, 50% (approval), 100%".

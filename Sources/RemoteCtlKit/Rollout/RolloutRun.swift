@@ -48,7 +48,7 @@ struct RolloutRun {
         if let saved {
             say("Resuming the rollout of \(plan.version) at \(machine.stepName), \(saved.phase.rawValue.replacingEvery("_", with: " ")).")
         } else {
-            say("Rollout of \(plan.version) for \(appID): steps \(plan.stepsSummary); a \(plan.pauseSeconds) s pause after each, \(judgeSummary); directives to \(directiveName).")
+            say("Rollout of \(plan.version) for \(appID): steps \(plan.stepsSummary); \(plan.pausesSummary), \(judgeSummary); directives to \(directiveName).")
         }
         var action = machine.resume(onDisk: try onDisk(), abort: abort, now: nowSeconds)
         while true {
