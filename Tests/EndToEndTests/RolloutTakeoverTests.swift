@@ -83,6 +83,30 @@ import Glibc
         }
     }
 
+    /// `--promote-full` on a rollout waiting at an approval step: the last step (100%) is
+    /// published at once, its pause skipped, exit 0 (Argo's promote --full).
+    @Test func promoteFullPublishesTheLastStepAtOnce() throws {
+        let w = try Workspace()
+        try """
+            rollout.version=9.9.9
+            rollout.steps=5,50,100
+            rollout.pause_s=0
+            rollout.approval=50
+            rollout.app_id=dev.switchback.sample
+            rollout.previous_version=9.9.8
+
+            """.write(toFile: w.plan, atomically: true, encoding: .utf8)
+        let waiting = try runProcess(w.remote, w.arguments)
+        #expect(waiting.status == 3, "\(waiting)")
+        #expect(try w.payload().decision == "run_current")
+        let promoted = try runProcess(w.remote, w.arguments + ["--promote-full"])
+        #expect(promoted.status == 0, "\(promoted)")
+        #expect(promoted.stdout.contains("Promoted by the operator (--promote-full): skipping 1 step and their pauses, publishing the last step now, unanalysed."), "\(promoted.stdout)")
+        #expect(promoted.stdout.contains("The rollout of 9.9.9 is complete: its last directive (serial \(try w.payload().serial)) was published for every install (100%); its last pause measured: promoted to 100% by the operator (--promote-full): not analysed."), "\(promoted.stdout)")
+        let both = try runProcess(w.remote, w.arguments + ["--promote-full", "--abort"])
+        #expect(both.status == 64 && both.stderr.hasPrefix("Error: Give '--promote-full' or '--abort', not both."), "\(both)")
+    }
+
     @Test func anAbortFromAnotherShellEndsTheRunningRolloutAndItsRollbackStays() throws {
         let w = try Workspace()
         let running = try w.start()

@@ -68,7 +68,7 @@ import Testing
         let result = Self.run(arguments)
         #expect(result.status == 64)
         #expect(result.out.isEmpty)
-        #expect(result.error == [message, "Usage: rollbackctl rollout --plan FILE --key FILE ... --out FILE --state FILE [--dry-run] [--approve] [--abort]",
+        #expect(result.error == [message, "Usage: rollbackctl rollout --plan FILE --key FILE ... --out FILE --state FILE [--dry-run] [--approve] [--promote-full] [--abort]",
                                  "  See 'rollbackctl rollout --help' for help."])
     }
 
@@ -128,7 +128,7 @@ import Testing
     @Test func theHelpIsGeneratedFromTheTable() {
         let help = Self.run(["rollout", "--help"])
         #expect(help.status == 0)
-        #expect(help.out.first?.contains("USAGE: rollbackctl rollout --plan FILE --key FILE ... --out FILE --state FILE [--dry-run] [--approve] [--abort]") == true)
+        #expect(help.out.first?.contains("USAGE: rollbackctl rollout --plan FILE --key FILE ... --out FILE --state FILE [--dry-run] [--approve] [--promote-full] [--abort]") == true)
         #expect(help.out.first?.hasSuffix("78 a bad plan.") == true)
         #expect(Help.tool(CommandTable.all).contains("\n  rollout             Carry a release through a fleet in steps, judged by Prometheus."))
         #expect(CommandError(.waiting, "x").exitCode == 3)

@@ -46,6 +46,39 @@ import Testing
             == .finish("The rollout of 1.3.0 is already complete: its last directive (serial 12) was published for every install (100%); its last pause measured: successful: fine."))
     }
 
+    /// `--promote-full` at the approval gate: step 3 (100%) is published at once, step 2 and
+    /// both pauses skipped, and the rollout completes unanalysed (Argo's promote --full).
+    @Test func promoteFullPublishesTheLastStepAndCompletesWithoutAPause() {
+        var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
+        let first = machine.resume(onDisk: nil, abort: false, now: 100)
+        _ = Self.publish(&machine, first, serial: 10)
+        _ = machine.judged(.successful("fine"), now: 160)
+        #expect(machine.state.phase == .awaitingApproval)
+
+        var promoted = RolloutMachine(plan: Self.plan, state: machine.state, approve: false, promoteFull: true)
+        let last = promoted.resume(onDisk: .init(serial: 10, sha256: "sha10"), abort: false, now: 200)
+        #expect(last == .publish(.init(decision: .current, percent: 100, reason: "Rollout of 1.3.0: step 3 of 3 (100%), run the current slot.")))
+        #expect(promoted.takeNotes() == ["Promoted by the operator (--promote-full): skipping 1 step and their pauses, publishing the last step now, unanalysed."])
+        #expect(Self.publish(&promoted, last, serial: 11)
+            == .finish("The rollout of 1.3.0 is complete: its last directive (serial 11) was published for every install (100%); its last pause measured: promoted to 100% by the operator (--promote-full): not analysed."))
+        #expect(promoted.state.phase == .completed && promoted.state.records[2] == nil)
+
+        // Interrupted in the last step's pause: nothing is published again.
+        var paused = RolloutMachine(plan: Self.plan, state: nil, approve: true)
+        var action = paused.resume(onDisk: nil, abort: false, now: 100)
+        for serial in 20...22 {
+            action = Self.publish(&paused, action, serial: UInt64(serial))
+            if serial < 22 { action = paused.judged(.successful("fine"), now: 100) }
+        }
+        #expect(paused.state.phase == .analysing && paused.state.step == 3)
+        var resumed = RolloutMachine(plan: Self.plan, state: paused.state, approve: false, promoteFull: true)
+        guard case .finish = resumed.resume(onDisk: .init(serial: 22, sha256: "sha22"), abort: false, now: 300) else {
+            Issue.record("the last step is published already: --promote-full finishes")
+            return
+        }
+        #expect(resumed.state.phase == .completed && resumed.state.serial == 22)
+    }
+
     @Test func aFailedAnalysisPublishesTheRollbackForEveryInstallAndFails() {
         var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
         _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)

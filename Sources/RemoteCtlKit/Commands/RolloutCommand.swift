@@ -7,7 +7,7 @@ import RollbackCtlKit
 import SwitchbackCore
 import SwitchbackRemote
 
-/// `rollout --plan FILE --key FILE --out FILE --state FILE [--dry-run] [--approve] [--abort]`:
+/// `rollout --plan FILE --key FILE --out FILE --state FILE [--dry-run] [--approve] [--promote-full] [--abort]`:
 /// carries a release through the plan's steps (`RolloutRun`), or with `--dry-run` prints
 /// what it would publish (`RolloutDryRun`).
 struct RolloutCommand: Command {
@@ -23,6 +23,7 @@ struct RolloutCommand: Command {
     let isDryRun: Bool
     let approve: Bool
     let abort: Bool
+    let promoteFull: Bool
 
     init(_ parsed: ParsedArguments, _ context: CommandContext) throws(CommandError) {
         func usage(_ message: String) -> CommandError { .usage(message, subcommand: "rollout") }
@@ -35,7 +36,9 @@ struct RolloutCommand: Command {
         if output == statePath { throw usage("'--out' and '--state' must be two files, not both \(output).") }
         approve = parsed.flags.contains("--approve")
         abort = parsed.flags.contains("--abort")
+        promoteFull = parsed.flags.contains("--promote-full")
         if approve && abort { throw usage("Give '--approve' or '--abort', not both.") }
+        if promoteFull && abort { throw usage("Give '--promote-full' or '--abort', not both.") }
         isDryRun = parsed.flags.contains("--dry-run")
         self.planPath = planPath
         self.output = output
@@ -82,7 +85,7 @@ struct RolloutCommand: Command {
             return
         }
         try RolloutRun(plan: plan, appID: appID, signer: signer, files: files, clock: clock, judge: try judge(clock: clock),
-                       directiveName: output, console: console).run(approve: approve, abort: abort)
+                       directiveName: output, console: console).run(approve: approve, abort: abort, promoteFull: promoteFull)
     }
 
     /// The manifest of `--bundle`, else of the bundle this executable is in (its bin/'s

@@ -56,13 +56,17 @@ struct RolloutMachine {
     /// `--approve`: opens the first gate this run reaches (an approval step or an
     /// inconclusive verdict); later gates wait again.
     private var approval: Bool
+    /// `--promote-full`: the remaining steps and their pauses are skipped; the last step is
+    /// published and the rollout finishes, unanalysed (Argo's `promote --full`).
+    private let promoteFull: Bool
     /// Lines for the operator about what was decided and why, taken by the driver.
     private(set) var notes: [String] = []
 
-    init(plan: RolloutPlan, state: RolloutState?, approve: Bool) {
+    init(plan: RolloutPlan, state: RolloutState?, approve: Bool, promoteFull: Bool = false) {
         self.plan = plan
         self.state = state ?? .fresh(plan)
         approval = approve
+        self.promoteFull = promoteFull
     }
 
     /// "step 2 of 4 (10%)".
@@ -106,6 +110,7 @@ struct RolloutMachine {
         case .analysing:
             guard onDisk?.sha256 == state.directiveSHA256 else { return .fail(foreign(onDisk: onDisk)) }
             if abort { return rollBack(.aborted, because: "aborted by the operator (--abort)") }
+            if promoteFull { return promoteToFull() }
             notes.append("Resuming \(stepName): its directive (serial \(state.serial)) is already published; its analysis runs again over a whole pause.")
             return .analyse(step: state.step, percent: state.percent, seconds: plan.pause(afterStep: state.step), resumed: true)
         case .completed:
@@ -116,9 +121,11 @@ struct RolloutMachine {
             if let serial = onDisk?.serial, serial > state.serial, state.serial > 0 {
                 return .fail(foreign(onDisk: onDisk))
             }
+            if promoteFull { return promoteToFull() }
             return advance()
         case .inconclusive:
             if abort { return rollBack(.aborted, because: "aborted by the operator (--abort) after an inconclusive analysis") }
+            if promoteFull { return promoteToFull() }
             guard approval else {
                 return .wait("The analysis of \(stepName) was inconclusive (\(state.result ?? "no result")); run the same command with --approve to go on, or with --abort to roll back.")
             }
@@ -153,6 +160,10 @@ struct RolloutMachine {
         state.phase = .analysing
         state.records[state.step] = .init(serial: state.serial, publishedAt: now)
         if abort { return rollBack(.aborted, because: "aborted by the operator (--abort)") }
+        if promoteFull {
+            // A step in flight from an earlier run is out; now the last one, or the end.
+            return state.step == state.steps.count ? promotedToFull() : promoteToFull()
+        }
         return .analyse(step: state.step, percent: state.percent, seconds: plan.pause(afterStep: state.step), resumed: resumed)
     }
 
@@ -240,6 +251,26 @@ struct RolloutMachine {
         }
         state.phase = .ready
         return .publish(stepPublication())
+    }
+
+    /// `--promote-full`: straight to the last step, skipping the steps, approvals and pauses
+    /// between (its publication then finishes the rollout: `didPublish`).
+    private mutating func promoteToFull() -> Action {
+        // The last step's pause, interrupted: it is published already.
+        if state.phase == .analysing, state.step == state.steps.count { return promotedToFull() }
+        let skipped = state.steps.count - state.step
+        notes.append("Promoted by the operator (--promote-full): \(skipped > 0 ? "skipping \(skipped) step\(skipped == 1 ? "" : "s") and their pauses, " : "")publishing the last step now, unanalysed.")
+        state.step = state.steps.count
+        state.phase = .ready
+        return .publish(stepPublication())
+    }
+
+    /// The last step is published under `--promote-full`: the rollout is complete, unanalysed.
+    private mutating func promotedToFull() -> Action {
+        state.phase = .completed
+        state.result = "promoted to 100% by the operator (--promote-full): not analysed"
+        state.records[state.step]?.result = state.result
+        return .finish("The rollout of \(plan.version) is complete: \(outcome)")
     }
 
     private mutating func rollBack(_ cause: RolloutState.RollbackCause, because reason: String) -> Action {

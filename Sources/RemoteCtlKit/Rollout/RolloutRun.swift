@@ -32,7 +32,7 @@ struct RolloutRun {
     /// except during pauses; after each pause it re-reads both files before it publishes
     /// or finishes anything, and stops (exit 4) when another process took the directive
     /// over meanwhile.
-    func run(approve: Bool, abort: Bool) throws(CommandError) {
+    func run(approve: Bool, abort: Bool, promoteFull: Bool = false) throws(CommandError) {
         let holder = try files.lockRun()
         if let holder, !abort {
             throw .failure("Another rollbackctl-remote rollout (\(holder)) is running with the state file \(stateName); wait for it to end, or run the same command with --abort to roll back now (which ends that rollout).")
@@ -44,7 +44,7 @@ struct RolloutRun {
             say("A rollout is running with the state file \(stateName) (\(holder)): publishing the rollback beside it; it stops, publishing nothing more, when its pause ends.")
         }
         let saved = try loadState()
-        var machine = RolloutMachine(plan: plan, state: saved, approve: approve)
+        var machine = RolloutMachine(plan: plan, state: saved, approve: approve, promoteFull: promoteFull)
         if let saved {
             say("Resuming the rollout of \(plan.version) at \(machine.stepName), \(saved.phase.rawValue.replacingEvery("_", with: " ")).")
         } else {

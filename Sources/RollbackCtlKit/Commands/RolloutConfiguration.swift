@@ -29,17 +29,21 @@ extension CommandConfiguration {
                 Let the first step waiting for an operator go on: an approval
                 step, or a step whose analysis was inconclusive.
                 """),
+            .init("--promote-full", help: """
+                Skip the remaining steps and their pauses: publish the last step
+                (100%) now and finish, unanalysed (Argo's promote --full).
+                """),
             .init("--abort", help: """
                 Publish the rollback directive now (every install runs the previous
                 slot); a rollout running in another shell then stops (exit 4).
                 """),
         ],
         sections: [("EXIT STATUS", """
-            0 complete (or aborted as asked); 1 rolled back by a failed analysis, or could not go
-            on, or another rollout runs with this state file; 3 waiting for an operator (run
-            again with --approve or --abort); 4 stopped: an --abort from another shell, or a
-            directive published by hand, took the directive file over during a pause;
-            64 bad usage; 78 a bad plan.
+            0 complete (or aborted as asked); 2 rolled back by a failed analysis (or before);
+            1 could not go on, or another rollout runs with this state file; 3 waiting for an
+            operator (run again with --approve, --promote-full or --abort); 4 stopped: an
+            --abort from another shell, or a directive published by hand, took the directive
+            file over during a pause; 64 bad usage; 78 a bad plan.
             """)],
         isRemote: true)
 }

@@ -44,6 +44,10 @@ public final class AnalysisRun: @unchecked Sendable {
     private var isEnding = false
     private var emit: (@Sendable (Event) -> Void)?
 
+    /// The longest a last query at the deadline may take: well inside the 15 s the supervisor
+    /// waits past a bake window for the verdict (`SupervisorMachine.verdictGraceSeconds`).
+    static let endQueryLimitMilliseconds = 10_000
+
     public init(spec: AnalysisSpec, variables: [String: String] = [:]) {
         self.spec = spec
         self.variables = variables
@@ -76,9 +80,10 @@ public final class AnalysisRun: @unchecked Sendable {
                 return (check, settings)
             }
         }
-        // The queries of the end, outside the lock (each bounded by its timeout).
+        // The queries of the end, outside the lock, each bounded by its timeout and by
+        // `endQueryLimitMilliseconds` (the supervisor waits 15 s past a window for the verdict).
         let last = due.map { check, settings in
-            PrometheusClient(address: settings.address, timeoutMilliseconds: settings.timeoutMilliseconds)
+            PrometheusClient(address: settings.address, timeoutMilliseconds: min(settings.timeoutMilliseconds, Self.endQueryLimitMilliseconds))
                 .measure(settings, name: check.name, variables: variables, at: MonotonicClock.unixMilliseconds())
         }
         let verdict: AnalysisVerdict = monitor.withLock {
