@@ -199,12 +199,7 @@ import Glibc
             try t.setManifestSetting(key, value)
         }
         let sentence = "analysis.interval_s is 1 s, but analysis.check.h.min_probes (5) probes 500 ms apart take 2500 ms: its first measurement, 1 s after the start, would hold at most 2 and be inconclusive in every analysis; raise analysis.interval_s to at least 3, lower min_probes or lower probe_interval_ms."
-        let start = try t.launcher("serve", "--http", "127.0.0.1:\(port)", environment: ["SWITCHBACK_SUPERVISE": "1"])
-        #expect(start.status == 70, "\(start)")
-        #expect(start.stderr.hasSuffix("launcher: The manifest's analysis settings are refused: \(sentence) Rebuild the bundle with switchback-bundle --analysis FILE.\n"), "\(start.stderr)")
-        let verify = try t.rollbackctl("verify")
-        #expect(verify.status == 1)
-        #expect(verify.stdout.contains("analysis: FAILED: \(sentence)\n"), "\(verify.stdout)")
+        try ForgedVerdictTests.expectRefusedAtTheStartAndByVerify(t, port: port, sentence)
         try t.setManifestSetting("analysis.check.h.probe_interval_ms", "100")
         let accepted = try t.rollbackctl("verify")
         #expect(accepted.status == 0 && !accepted.stdout.contains("analysis"), "\(accepted)")

@@ -133,6 +133,16 @@ import Glibc
             "analysis.check.prom.query": "up", "analysis.check.prom.success": "result[0] == 1",
         ] { try t.setManifestSetting(key, value) }
         let sentence = "analysis.check.prom.address is http://192.0.2.1:9090, plain http to a host other than loopback, where anything on the path could change the answers that judge a build; use https, or set analysis.allow_insecure_http=true to accept that."
+        try Self.expectRefusedAtTheStartAndByVerify(t, port: port, sentence)
+
+        try t.setManifestSetting("analysis.allow_insecure_http", "true")
+        let accepted = try t.rollbackctl("verify")
+        #expect(accepted.status == 0 && !accepted.stdout.contains("analysis"), "\(accepted)")
+    }
+
+    /// The supervisor's start (exit 70) and `rollbackctl verify` (exit 1) both refuse the
+    /// manifest's analysis settings with `sentence`.
+    static func expectRefusedAtTheStartAndByVerify(_ t: TestBundle, port: Int, _ sentence: String) throws {
         let start = try t.launcher("serve", "--http", "127.0.0.1:\(port)", environment: ["SWITCHBACK_SUPERVISE": "1"])
         #expect(start.status == 70, "\(start)")
         #expect(start.stderr.hasSuffix("launcher: The manifest's analysis settings are refused: \(sentence) Rebuild the bundle with switchback-bundle --analysis FILE.\n"), "\(start.stderr)")
@@ -140,9 +150,5 @@ import Glibc
         #expect(verify.status == 1)
         #expect(verify.stdout.contains("analysis: FAILED: \(sentence)\n"), "\(verify.stdout)")
         #expect(verify.stderr == "Error: the analysis settings failed verification; rebuild the bundle with scripts/bundle.\n")
-
-        try t.setManifestSetting("analysis.allow_insecure_http", "true")
-        let accepted = try t.rollbackctl("verify")
-        #expect(accepted.status == 0 && !accepted.stdout.contains("analysis"), "\(accepted)")
     }
 }
