@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import SwitchbackBundler
 import SwitchbackCore
 import Testing
@@ -198,7 +199,7 @@ import Testing
             (directory + "/missing.tar.gz", "Error: The previous release \(directory)/missing.tar.gz does not exist; pass the last release's tarball or bundle directory.\n"),
         ]
         for (artifact, message) in cases {
-            let result = try runProcess(Self.bundler, ["--package", repository, "--previous-from", artifact, "--out", directory + "/dist"])
+            let result = try runProcess(try Self.bundler, ["--package", repository, "--previous-from", artifact, "--out", directory + "/dist"])
             #expect(result.status == 1, "\(result)")
             #expect(result.stderr == message)
             #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
@@ -228,7 +229,7 @@ import Testing
         for (name, link, target) in [("directory", "slots/current", elsewhere), ("debug", "debug/current/libAppCore.so.debug", "/etc/shadow"),
                                      ("slot", "slots/current/libAppCore.so", "/etc/passwd")] {
             let artifact = try craft(name, link: link, to: target)
-            let result = try runProcess(Self.bundler, ["--package", Self.repository, "--previous-from", artifact, "--out", directory + "/dist"])
+            let result = try runProcess(try Self.bundler, ["--package", Self.repository, "--previous-from", artifact, "--out", directory + "/dist"])
             #expect(result.status == 1, "\(result)")
             #expect(result.stderr == "Error: The previous release \(artifact) has a symbolic link at \(link) (to \(target)); a release artifact holds only files and directories: pass the tarball switchback-bundle --tarball wrote, or its bundle directory, as it was written.\n")
             #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
@@ -248,14 +249,14 @@ import Testing
         let commit = try shell("git", "-C", repository, "rev-parse", "v1.3.0").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let common = ["--package", tree, "--out", directory + "/dist", "--app-id", "dev.switchback.sample"]
 
-        let refused = try runProcess(Self.bundler, common)
+        let refused = try runProcess(try Self.bundler, common)
         #expect(refused.status == 1)
         #expect(refused.stderr == "Error: \(tree) is not in a git repository (a Docker build context without .git?); pass --build-id ID, and --previous-from with the last release's tarball (or --first-release).\n")
-        let noArtifact = try runProcess(Self.bundler, common + ["--build-id", commit])
+        let noArtifact = try runProcess(try Self.bundler, common + ["--build-id", commit])
         #expect(noArtifact.status == 1)
         #expect(noArtifact.stderr == "Error: Without .git the bundler cannot build the previous release from history; pass --previous-from with the last release's tarball, or --first-release.\n")
 
-        let made = try runProcess(Self.bundler, common + ["--build-id", commit, "--previous-from", TestBundle.releases + "/1.2.0.tar.gz"], deadline: 1200)
+        let made = try runProcess(try Self.bundler, common + ["--build-id", commit, "--previous-from", TestBundle.releases + "/1.2.0.tar.gz"], deadline: 1200)
         #expect(made.status == 0, "\(made)")
         let manifest = try Manifest.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/dist/manifest"))), path: "manifest")
         #expect(manifest.current.version == "1.3.0" && manifest.current.build == String(commit.prefix(12)))
@@ -266,8 +267,24 @@ import Testing
         #expect(run.status == 0 && run.stdout == "1.3.0\n", "\(run)")
     }
 
-    /// The bundler scripts/bundle built (scripts/test runs it before the tests).
-    static var bundler: String { repository + "/.build-bundler/debug/switchback-bundle" }
+    /// The bundler scripts/bundle builds. scripts/test builds it before the tests only when
+    /// it makes the test bundle; a fresh clone that copies the test bundle from the machine's
+    /// cache has none yet, so the first test to need it builds it (`scripts/bundle --help`).
+    static var bundler: String {
+        get throws {
+            let path = repository + "/.build-bundler/debug/switchback-bundle"
+            try bundlerBuilt.withLock { built in
+                guard !built else { return }
+                if !FileManager.default.isExecutableFile(atPath: path) {
+                    let help = try runProcess(repository + "/scripts/bundle", ["--help"], deadline: 1200)
+                    try #require(help.status == 0, "scripts/bundle --help: \(help)")
+                }
+                built = true
+            }
+            return path
+        }
+    }
+    private static let bundlerBuilt = Mutex(false)
 
     /// Shipped slots are stripped and reproducible: the debug files stay beside them.
     @Test func shippedSlotsCarryNoDebugInformation() throws {
