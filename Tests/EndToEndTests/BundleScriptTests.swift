@@ -199,7 +199,7 @@ import Testing
             (directory + "/missing.tar.gz", "Error: The previous release \(directory)/missing.tar.gz does not exist; pass the last release's tarball or bundle directory.\n"),
         ]
         for (artifact, message) in cases {
-            let result = try runProcess(try Self.bundler, ["--package", repository, "--previous-from", artifact, "--out", directory + "/dist"])
+            let result = try runProcess(try Self.bundler, ["--package", repository, "--previous-from", artifact, "--out", directory + "/dist"], deadline: buildDeadline)
             #expect(result.status == 1, "\(result)")
             #expect(result.stderr == message)
             #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
@@ -229,7 +229,7 @@ import Testing
         for (name, link, target) in [("directory", "slots/current", elsewhere), ("debug", "debug/current/libAppCore.so.debug", "/etc/shadow"),
                                      ("slot", "slots/current/libAppCore.so", "/etc/passwd")] {
             let artifact = try craft(name, link: link, to: target)
-            let result = try runProcess(try Self.bundler, ["--package", Self.repository, "--previous-from", artifact, "--out", directory + "/dist"])
+            let result = try runProcess(try Self.bundler, ["--package", Self.repository, "--previous-from", artifact, "--out", directory + "/dist"], deadline: buildDeadline)
             #expect(result.status == 1, "\(result)")
             #expect(result.stderr == "Error: The previous release \(artifact) has a symbolic link at \(link) (to \(target)); a release artifact holds only files and directories: pass the tarball switchback-bundle --tarball wrote, or its bundle directory, as it was written.\n")
             #expect(!FileManager.default.fileExists(atPath: directory + "/dist"))
@@ -249,14 +249,14 @@ import Testing
         let commit = try shell("git", "-C", repository, "rev-parse", "v1.3.0").stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         let common = ["--package", tree, "--out", directory + "/dist", "--app-id", "dev.switchback.sample"]
 
-        let refused = try runProcess(try Self.bundler, common)
+        let refused = try runProcess(try Self.bundler, common, deadline: buildDeadline)
         #expect(refused.status == 1)
         #expect(refused.stderr == "Error: \(tree) is not in a git repository (a Docker build context without .git?); pass --build-id ID, and --previous-from with the last release's tarball (or --first-release).\n")
-        let noArtifact = try runProcess(try Self.bundler, common + ["--build-id", commit])
+        let noArtifact = try runProcess(try Self.bundler, common + ["--build-id", commit], deadline: buildDeadline)
         #expect(noArtifact.status == 1)
         #expect(noArtifact.stderr == "Error: Without .git the bundler cannot build the previous release from history; pass --previous-from with the last release's tarball, or --first-release.\n")
 
-        let made = try runProcess(try Self.bundler, common + ["--build-id", commit, "--previous-from", TestBundle.releases + "/1.2.0.tar.gz"], deadline: 1200)
+        let made = try runProcess(try Self.bundler, common + ["--build-id", commit, "--previous-from", TestBundle.releases + "/1.2.0.tar.gz"], deadline: buildDeadline)
         #expect(made.status == 0, "\(made)")
         let manifest = try Manifest.parse(Array(try Data(contentsOf: URL(fileURLWithPath: directory + "/dist/manifest"))), path: "manifest")
         #expect(manifest.current.version == "1.3.0" && manifest.current.build == String(commit.prefix(12)))
@@ -276,7 +276,7 @@ import Testing
             try bundlerBuilt.withLock { built in
                 guard !built else { return }
                 if !FileManager.default.isExecutableFile(atPath: path) {
-                    let help = try runProcess(repository + "/scripts/bundle", ["--help"], deadline: 1200)
+                    let help = try runProcess(repository + "/scripts/bundle", ["--help"], deadline: buildDeadline)
                     try #require(help.status == 0, "scripts/bundle --help: \(help)")
                 }
                 built = true
@@ -298,10 +298,10 @@ import Testing
     }
 
     @Test func unknownArgumentsAreUsageErrors() throws {
-        let result = try runProcess(Self.repository + "/scripts/bundle", ["--outt", "x"])
+        let result = try runProcess(Self.repository + "/scripts/bundle", ["--outt", "x"], deadline: buildDeadline)
         #expect(result.status == 64)
         #expect(result.stderr == "Error: Unknown option '--outt'.\nSee 'switchback-bundle --help'.\n")
-        let help = try runProcess(Self.repository + "/scripts/bundle", ["--help"])
+        let help = try runProcess(Self.repository + "/scripts/bundle", ["--help"], deadline: buildDeadline)
         #expect(help.status == 0)
         #expect(help.stdout.hasPrefix("OVERVIEW: Builds a Switchback bundle"))
         #expect(help.stdout.contains("  --previous-from PATH"))
@@ -335,7 +335,7 @@ import Testing
     }
 
     func bundle(_ package: String, _ arguments: String...) throws -> ProcessResult {
-        try runProcess(Self.repository + "/scripts/bundle", ["--package", package, "--out", package + "/dist"] + arguments)
+        try runProcess(Self.repository + "/scripts/bundle", ["--package", package, "--out", package + "/dist"] + arguments, deadline: buildDeadline)
     }
 
     @Test func aDirectoryWithoutAPackageIsRefused() throws {
@@ -394,7 +394,7 @@ import Testing
         (["--check-interval", "60", "--supervise-drain-ms", "300", "--bogus"], "Error: Unknown option '--bogus'."),
     ])
     func settingsNeedNumbers(arguments: [String], error: String) throws {
-        let result = try runProcess(Self.repository + "/scripts/bundle", arguments)
+        let result = try runProcess(Self.repository + "/scripts/bundle", arguments, deadline: buildDeadline)
         #expect(result.status == 64)
         #expect(result.stderr == error + "\nSee 'switchback-bundle --help'.\n")
     }
@@ -418,7 +418,7 @@ import Testing
 
     @Test func aRelativePackageThatIsNotOneIsNamedInFull() throws {
         let directory = try makeTemporaryDirectory()
-        let result = try runProcess("/bin/sh", ["-c", "cd \(directory) && \(Self.repository)/scripts/bundle --package ."])
+        let result = try runProcess("/bin/sh", ["-c", "cd \(directory) && \(Self.repository)/scripts/bundle --package ."], deadline: buildDeadline)
         #expect(result.status == 1)
         #expect(result.stderr == "Error: \(directory) has no Package.swift; run the bundle command in the app's package (or pass --package DIR).\n")
     }

@@ -239,7 +239,7 @@ import Glibc
     func bundleFlagsOfTheScheduleAndTheMetricsAreChecked(arguments: [String], error: String) throws {
         let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().path
-        let result = try runProcess(repository + "/scripts/bundle", arguments)
+        let result = try runProcess(repository + "/scripts/bundle", arguments, deadline: buildDeadline)
         #expect(result.status == 64)
         #expect(result.stderr == error + "\nSee 'switchback-bundle --help'.\n", "\(result)")
     }

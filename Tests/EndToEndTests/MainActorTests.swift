@@ -85,7 +85,7 @@ private enum MainActorApp {
         // A release build beside the other end-to-end tests: niced, so that their timings hold.
         let result = try runProcess("/usr/bin/nice", ["-n", "10", switchbackRoot + "/scripts/bundle", "--package", package,
                                                       "--first-release", "--build-id", "main-actor-test", "--out", package + "/dist"],
-                                    environment: environment, deadline: 1200)
+                                    environment: environment, deadline: buildDeadline)
         guard result.status == 0, !result.signaled else {
             throw TestFailure("bundling \(package) failed: \(result)\n\(result.stderr.suffix(3000))")
         }

@@ -62,6 +62,12 @@ private func posix_spawn_file_actions_addclosefrom_np(_ actions: UnsafeMutablePo
 
 @_silgen_name("pipe2") private func pipe2(_ fds: UnsafeMutablePointer<Int32>, _ flags: Int32) -> Int32
 
+/// The deadline of a process that may build Swift code. A fresh clone that copies the test
+/// bundle from the machine's cache has built none of the bundler's tools (`.build-bundler`,
+/// `.build-tools`, `.build-launcher`): the first `scripts/bundle` of the run builds them cold,
+/// minutes on two cores the other tests share, and the rest wait for SwiftPM's lock.
+let buildDeadline: TimeInterval = 1200
+
 /// Runs a process to completion (killing it after a generous deadline) and captures both
 /// output streams. posix_spawn, poll and waitpid, no Foundation `Process`: on Linux its
 /// `run()` crashed the test process (SIGSEGV in memcpy) under many concurrent spawns, and
