@@ -139,7 +139,7 @@ import Glibc
         let run = try analyze(t, endsIn: 4, input: [(0.5, "app-failures 2")])
         #expect(run.status == 0, "\(run)")
         let verdict = try #require(run.verdict, "\(run)")
-        #expect(verdict.hasPrefix("verdict successful every check passed in the 4 s window (successful measurements: http "), "\(verdict)")
+        #expect(verdict.hasPrefix("verdict passed every check passed in the 4 s window (successful measurements: http "), "\(verdict)")
         #expect(run.seconds >= 3.5, "not before the deadline")
         #expect(run.measurements.contains { $0.hasPrefix("measurement http successful http: 0% of ") }, "\(run.lines)")
         #expect(run.measurements.contains("measurement app successful app: 2 failures reported (limit 3)"), "\(run.lines)")
@@ -160,7 +160,7 @@ import Glibc
         let proxy = "http://127.0.0.1:\(try unusedLocalPort())"
         let run = try analyze(t, endsIn: 3, environment: ["http_proxy": proxy, "HTTP_PROXY": proxy, "ALL_PROXY": proxy])
         #expect(run.status == 0, "\(run)")
-        #expect(run.verdict?.hasPrefix("verdict successful ") == true, "\(run)")
+        #expect(run.verdict?.hasPrefix("verdict passed ") == true, "\(run)")
         #expect(requests.withLock { $0 } > 5, "the probes reached the app")
     }
 
@@ -237,7 +237,7 @@ import Glibc
         try configure(t, window: 3, ["checks": "app", "check.app.kind": "app"])
         let run = try analyze(t, endsIn: 3, input: [(0.2, "raw:app-bad x\n"), (0.3, "app-bad y")])
         #expect(run.status == 0, "\(run)")
-        #expect(run.verdict?.hasPrefix("verdict successful ") == true, "nothing after the malformed frame was read: \(run)")
+        #expect(run.verdict?.hasPrefix("verdict passed ") == true, "nothing after the malformed frame was read: \(run)")
         #expect(run.stderr.hasPrefix("rollbackctl-remote analyze: the supervisor wrote a malformed frame: a frame does not start with its length and a space (it starts with 'app-bad x "), "\(run.stderr)")
         #expect(run.stderr.hasSuffix("); nothing more it writes is read.\n") && run.stderr.split(separator: "\n").count == 1, "said once: \(run.stderr)")
     }

@@ -306,11 +306,11 @@ import Glibc
         #expect(resumed.status == 0, "\(resumed)")
         #expect(resumed.stdout.hasPrefix("Resuming the rollout of 1.2.0 at step 2 of 3 (50%), analysing.\nResuming step 2 of 3 (50%): its directive (serial \(servedBefore ?? 0)) is already published"), "\(resumed.stdout)")
         #expect(!resumed.stdout.contains("Step 2 of 3 (50%): published"), "step 2 is not published again")
-        #expect(resumed.stdout.contains("Step 2 of 3 (50%): analysis successful: every check passed"))
+        #expect(resumed.stdout.contains("Step 2 of 3 (50%): analysis passed: every check passed"))
         #expect(resumed.stdout.contains("Step 3 of 3 (100%): published directive serial "))
         // What was published and what was measured; never "N% of installs run it".
         let last = resumed.stdout.split(separator: "\n").last.map(String.init) ?? ""
-        #expect(last.hasPrefix("The rollout of 1.2.0 is complete: its last directive (serial \(fleet.servedSerial() ?? 0)) was published for every install (100%); its last pause measured: successful: every check passed in the "), "\(last)")
+        #expect(last.hasPrefix("The rollout of 1.2.0 is complete: its last directive (serial \(fleet.servedSerial() ?? 0)) was published for every install (100%); its last pause measured: passed: every check passed in the "), "\(last)")
         // Three publications in all: the file was replaced once per step, never twice for one.
         #expect(fleet.watcher.replacements == 3, "replacements: \(fleet.watcher.replacements)")
         let state = try String(contentsOfFile: fleet.state, encoding: .utf8)

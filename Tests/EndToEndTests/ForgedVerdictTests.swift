@@ -9,7 +9,7 @@ import Glibc
 /// Issue 36, part 1, through the real binaries: a supervised sample on probation whose only
 /// check is a Prometheus query, answered by a real HTTP server on 127.0.0.1 playing
 /// Prometheus with text that tries to forge the analyzer's verdict (in the error text, in
-/// `errorType`, in a sample value; each followed by `verdict successful` and by `verdict
+/// `errorType`, in a sample value; each followed by `verdict passed` and by `verdict
 /// failed`) or to reach the operator's terminal with escape sequences. The answer's text is
 /// outside text: the measurement is an error, the window runs its full length, and no
 /// output of `rollbackctl` holds a control byte.
@@ -33,7 +33,7 @@ import Glibc
     }
 
     static let forgeries = ["error text", "errorType", "sample value"].flatMap { place in
-        ["successful", "failed"].map { Forgery(place: place, verdict: $0) }
+        ["passed", "failed"].map { Forgery(place: place, verdict: $0) }
     }
 
     /// The plain test bundle, supervised on a free port, on probation for `window` s judged by

@@ -120,7 +120,7 @@ import Glibc
         let passed = try #require(try t.history().first { $0.kind == "probation_passed" })
         #expect(passed.reason?.hasPrefix("the current build (\(t.currentVersion)) passed its 5 s bake window: ") == true, "\(passed)")
         let metrics = try Self.metrics(t)
-        #expect(metrics.contains("result=\"successful\"} 1\n"), "\(metrics)")
+        #expect(metrics.contains("result=\"passed\"} 1\n"), "\(metrics)")
         let text = try t.rollbackctl("status").stdout
         #expect(text.contains("Probation: the current build (\(t.currentVersion)) passed (5 s window"), "\(text)")
         #expect(text.contains("  http: successful: "), "\(text)")

@@ -104,7 +104,7 @@ import Testing
         let approved = w.run(["--approve"])
         #expect(approved.status == 0, "\(approved)")
         #expect(approved.out.last?.hasPrefix("The rollout of 1.3.0 is complete: its last directive (serial ") == true)
-        #expect(approved.out.last?.hasSuffix(" was published for every install (100%); its last pause measured: successful: no checks configured (analysis.checks), paused 0 s.") == true, "\(approved.out)")
+        #expect(approved.out.last?.hasSuffix(" was published for every install (100%); its last pause measured: passed: no checks configured (analysis.checks), paused 0 s.") == true, "\(approved.out)")
         #expect(try String(contentsOfFile: w.out, encoding: .utf8).contains("\"payload\""))
     }
 

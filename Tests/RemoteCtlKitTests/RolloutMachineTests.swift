@@ -1,4 +1,5 @@
 @testable import RemoteCtlKit
+import SwitchbackCore
 import Testing
 
 /// Every transition of the rollout's state machine, without files, keys or clocks.
@@ -23,10 +24,10 @@ import Testing
         #expect(first == .publish(.init(decision: .current, percent: 5, reason: "Rollout of 1.3.0: step 1 of 3 (5%), run the current slot.")))
         #expect(Self.publish(&machine, first, serial: 10) == .analyse(step: 1, percent: 5, seconds: 60, resumed: false))
         #expect(machine.state.phase == .analysing && machine.state.records[1]?.serial == 10)
-        let gate = machine.judged(.successful("rollbacks: result[0] == 0 is true (0)"), now: 160)
+        let gate = machine.judged(.passed("rollbacks: result[0] == 0 is true (0)"), now: 160)
         #expect(gate == .wait("Waiting for approval: step 2 of 3 (50%) is published only once an operator approves it; run the same command with --approve to publish it, or with --abort to roll back."))
         #expect(machine.state.phase == .awaitingApproval && machine.state.step == 2)
-        #expect(machine.state.records[1]?.result == "successful: rollbacks: result[0] == 0 is true (0)")
+        #expect(machine.state.records[1]?.result == "passed: rollbacks: result[0] == 0 is true (0)")
 
         // The next run, with --approve: step 2 is published, then step 3 without a gate.
         var next = RolloutMachine(plan: Self.plan, state: machine.state, approve: true)
@@ -34,16 +35,16 @@ import Testing
         #expect(second == .publish(.init(decision: .current, percent: 50, reason: "Rollout of 1.3.0: step 2 of 3 (50%), run the current slot.")))
         #expect(next.takeNotes() == ["Step 2 of 3 (50%): approved by the operator (--approve)."])
         #expect(Self.publish(&next, second, serial: 11) == .analyse(step: 2, percent: 50, seconds: 60, resumed: false))
-        let third = next.judged(.successful("fine"), now: 260)
+        let third = next.judged(.passed("fine"), now: 260)
         #expect(third == .publish(.init(decision: .current, percent: 100, reason: "Rollout of 1.3.0: step 3 of 3 (100%), run the current slot.")))
         #expect(Self.publish(&next, third, serial: 12) == .analyse(step: 3, percent: 100, seconds: 60, resumed: false))
-        #expect(next.judged(.successful("fine"), now: 320) == .finish("The rollout of 1.3.0 is complete: its last directive (serial 12) was published for every install (100%); its last pause measured: successful: fine."))
+        #expect(next.judged(.passed("fine"), now: 320) == .finish("The rollout of 1.3.0 is complete: its last directive (serial 12) was published for every install (100%); its last pause measured: passed: fine."))
         #expect(next.state.phase == .completed)
 
         // Run again: nothing more.
         var again = RolloutMachine(plan: Self.plan, state: next.state, approve: false)
         #expect(again.resume(onDisk: .init(serial: 12, sha256: "sha12"), abort: false, now: 400)
-            == .finish("The rollout of 1.3.0 is already complete: its last directive (serial 12) was published for every install (100%); its last pause measured: successful: fine."))
+            == .finish("The rollout of 1.3.0 is already complete: its last directive (serial 12) was published for every install (100%); its last pause measured: passed: fine."))
     }
 
     /// `--promote-full` at the approval gate: step 3 (100%) is published at once, step 2 and
@@ -52,7 +53,7 @@ import Testing
         var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
         let first = machine.resume(onDisk: nil, abort: false, now: 100)
         _ = Self.publish(&machine, first, serial: 10)
-        _ = machine.judged(.successful("fine"), now: 160)
+        _ = machine.judged(.passed("fine"), now: 160)
         #expect(machine.state.phase == .awaitingApproval)
 
         var promoted = RolloutMachine(plan: Self.plan, state: machine.state, approve: false, promoteFull: true)
@@ -68,7 +69,7 @@ import Testing
         var action = paused.resume(onDisk: nil, abort: false, now: 100)
         for serial in 20...22 {
             action = Self.publish(&paused, action, serial: UInt64(serial))
-            if serial < 22 { action = paused.judged(.successful("fine"), now: 100) }
+            if serial < 22 { action = paused.judged(.passed("fine"), now: 100) }
         }
         #expect(paused.state.phase == .analysing && paused.state.step == 3)
         var resumed = RolloutMachine(plan: Self.plan, state: paused.state, approve: false, promoteFull: true)
@@ -122,6 +123,37 @@ import Testing
             == .publish(.init(decision: .previous, percent: 100, reason: "Rollout of 1.3.0 rolled back at step 1 of 3 (5%): aborted by the operator (--abort) after an inconclusive analysis")))
         #expect(Self.publish(&aborted, .publish(.init(decision: .previous, percent: 100, reason: "")), serial: 11)
             == .finish("Rolled back 1.3.0 for every install (directive serial 11): aborted by the operator (--abort) after an inconclusive analysis."))
+    }
+
+    @Test func aHeldAnalysisWaitsForTheOperatorUnderItsOwnWord() {
+        var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
+        _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)
+        let sentence = "latency: result[0] < 0.25 is false (0.41) (on_failure=hold)"
+        #expect(machine.judged(.held(sentence), now: 160)
+            == .wait("The analysis of step 1 of 3 (5%) was held by a check that holds (on_failure=hold) (\(sentence)); run the same command with --approve to go on, or with --abort to roll back."))
+        #expect(machine.state.phase == .held && machine.state.records[1]?.result == "held: \(sentence)")
+        var plain = RolloutMachine(plan: Self.plan, state: machine.state, approve: false)
+        guard case .wait(let again) = plain.resume(onDisk: .init(serial: 10, sha256: "sha10"), abort: false, now: 200) else {
+            Issue.record("a held step must wait")
+            return
+        }
+        #expect(again.contains("held by a check that holds"))
+        var aborted = RolloutMachine(plan: Self.plan, state: machine.state, approve: false)
+        #expect(aborted.resume(onDisk: .init(serial: 10, sha256: "sha10"), abort: true, now: 200)
+            == .publish(.init(decision: .previous, percent: 100, reason: "Rollout of 1.3.0 rolled back at step 1 of 3 (5%): aborted by the operator (--abort) after a held analysis")))
+    }
+
+    @Test func aDryRunsVerdictGoesOnAndSaysWhatItWouldHaveDone() {
+        var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
+        _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)
+        let sentence = "would have rolled back: rollbacks: result[0] == 0 is false (4)"
+        guard case .wait(let gate) = machine.judged(.wouldRollBack(sentence), now: 160) else {
+            Issue.record("a dry run's failure goes on to the next step (its approval gate)")
+            return
+        }
+        #expect(gate.hasPrefix("Waiting for approval: step 2 of 3 (50%)"))
+        #expect(machine.takeNotes() == ["Step 1 of 3 (5%): dry run (analysis.dry_run), \(sentence); going on."])
+        #expect(machine.state.records[1]?.result == "would_roll_back: \(sentence)")
     }
 
     @Test func approvedInAdvanceAnInconclusiveStepGoesOn() {
@@ -211,7 +243,7 @@ import Testing
         var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
         _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)
         let saved = machine.state
-        #expect(machine.pauseEnded(.successful("fine"), onDisk: .init(serial: 10, sha256: "sha10"), saved: saved, now: 160)
+        #expect(machine.pauseEnded(.passed("fine"), onDisk: .init(serial: 10, sha256: "sha10"), saved: saved, now: 160)
             == .wait("Waiting for approval: step 2 of 3 (50%) is published only once an operator approves it; run the same command with --approve to publish it, or with --abort to roll back."))
     }
 
@@ -219,7 +251,7 @@ import Testing
     /// state says so; the running rollout is superseded, takes that state as it is, and
     /// publishes nothing (not the next step, not even the rollback a failed verdict asks for).
     @Test func anAbortFromAnotherProcessDuringThePauseSupersedesTheRun() {
-        for verdict in [StepVerdict.successful("fine"), .failed("bad"), .inconclusive("no data")] {
+        for verdict in [AnalysisVerdict.passed("fine"), .failed("bad"), .inconclusive("no data")] {
             var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
             _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)
             // The other process: the same state, --abort, its rollback written.
@@ -240,7 +272,7 @@ import Testing
         var aborter = RolloutMachine(plan: Self.plan, state: machine.state, approve: false)
         _ = aborter.resume(onDisk: .init(serial: 10, sha256: "sha10"), abort: true, now: 120)
         aborter.willPublish(serial: 11, sha256: "sha11", now: 120)
-        #expect(machine.pauseEnded(.successful("fine"), onDisk: .init(serial: 10, sha256: "sha10"), saved: aborter.state, now: 160)
+        #expect(machine.pauseEnded(.passed("fine"), onDisk: .init(serial: 10, sha256: "sha10"), saved: aborter.state, now: 160)
             == .superseded("The rollout of 1.3.0 was aborted from another process (--abort) during the pause of step 1 of 3 (5%), but its rollback is not on disk: that run stopped before it was written; this run publishes nothing: run the same command with --abort to publish it."))
         // Run again with --abort: the rollback, with the serial the aborter signed.
         var again = RolloutMachine(plan: Self.plan, state: machine.state, approve: false)
@@ -254,7 +286,7 @@ import Testing
         var machine = RolloutMachine(plan: Self.plan, state: nil, approve: false)
         _ = Self.publish(&machine, machine.resume(onDisk: nil, abort: false, now: 100), serial: 10)
         let before = machine.state
-        #expect(machine.pauseEnded(.successful("fine"), onDisk: .init(serial: 50, sha256: "theirs"), saved: before, now: 160)
+        #expect(machine.pauseEnded(.passed("fine"), onDisk: .init(serial: 50, sha256: "theirs"), saved: before, now: 160)
             == .superseded("The directive file was replaced during the pause of step 1 of 3 (5%): it holds a directive with serial 50, not this rollout's (serial 10), so someone published by hand; this run publishes nothing more over it or after it: find out who, then run the same command with --abort to roll back, or start a new rollout with another --state file."))
         #expect(machine.state == before, "nothing judged, nothing advanced")
         var again = RolloutMachine(plan: Self.plan, state: machine.state, approve: false)

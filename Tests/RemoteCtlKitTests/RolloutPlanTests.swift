@@ -53,7 +53,7 @@ import Testing
         var machine = RolloutMachine(plan: plan, state: nil, approve: false)
         let first = machine.resume(onDisk: nil, abort: false, now: 100)
         #expect(RolloutMachineTests.publish(&machine, first, serial: 1) == .analyse(step: 1, percent: 5, seconds: 120, resumed: false))
-        let second = machine.judged(.successful("fine"), now: 300)
+        let second = machine.judged(.passed("fine"), now: 300)
         #expect(RolloutMachineTests.publish(&machine, second, serial: 2) == .analyse(step: 2, percent: 50, seconds: 1800, resumed: false))
     }
 

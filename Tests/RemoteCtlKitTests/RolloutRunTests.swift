@@ -1,4 +1,5 @@
 #if canImport(FoundationEssentials)
+import SwitchbackCore
 import FoundationEssentials
 #else
 import Foundation
@@ -68,23 +69,23 @@ import Testing
         }
     }
 
-    /// Returns the verdicts in order, one per pause; successful when they run out. `during`
+    /// Returns the verdicts in order, one per pause; passed when they run out. `during`
     /// runs in the middle of a pause, as another process would (an --abort from another shell).
     final class ScriptedJudge: RolloutJudge, @unchecked Sendable {
-        var verdicts: [StepVerdict]
+        var verdicts: [AnalysisVerdict]
         var judged: [Int] = []
         var during: ((Int) -> Void)?
         let clock: FakeClock
-        init(_ verdicts: [StepVerdict], clock: FakeClock) {
+        init(_ verdicts: [AnalysisVerdict], clock: FakeClock) {
             self.verdicts = verdicts
             self.clock = clock
         }
-        func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> StepVerdict {
+        func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> AnalysisVerdict {
             judged.append(percent)
             report("errors: measured for \(percent)%")
             during?(percent)
             clock.sleep(until: deadline)
-            return verdicts.isEmpty ? .successful("fine") : verdicts.removeFirst()
+            return verdicts.isEmpty ? .passed("fine") : verdicts.removeFirst()
         }
     }
 
@@ -102,7 +103,7 @@ import Testing
         let lines = Lines()
         var judge: ScriptedJudge
 
-        init(_ verdicts: [StepVerdict] = []) {
+        init(_ verdicts: [AnalysisVerdict] = []) {
             judge = ScriptedJudge(verdicts, clock: clock)
         }
 
@@ -129,7 +130,7 @@ import Testing
         #expect(directive.expiresAt.timeIntervalSince(directive.issuedAt) == 3600)
         #expect(h.judge.judged == [5, 50, 100])
         #expect(h.lines.out.contains("  errors: measured for 50%"))
-        #expect(h.lines.out.last == "The rollout of 1.3.0 is complete: its last directive (serial \(directive.serial)) was published for every install (100%); its last pause measured: successful: fine.")
+        #expect(h.lines.out.last == "The rollout of 1.3.0 is complete: its last directive (serial \(directive.serial)) was published for every install (100%); its last pause measured: passed: fine.")
         // The serials go up, one per publication, from the time in seconds.
         let serials = try RolloutState.parse(try #require(h.files.state), file: "s").records.keys.sorted().map {
             try! RolloutState.parse(h.files.state!, file: "s").records[$0]!.serial

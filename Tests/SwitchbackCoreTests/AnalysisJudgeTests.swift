@@ -4,10 +4,13 @@ import Testing
 /// Argo Rollouts' verdict semantics, measurement by measurement.
 @Suite struct AnalysisJudgeTests {
     func spec(failureLimit: Int = 0, inconclusiveLimit: Int = 0, consecutiveErrorLimit: Int? = nil,
-              checks: [String] = ["http", "errors"]) -> AnalysisSpec {
+              checks: [String] = ["http", "errors"], onFailure: [String: AnalysisCheck.FailureAction] = [:],
+              dryRun: Bool = false) -> AnalysisSpec {
         AnalysisSpec(windowSeconds: 60, failureLimit: failureLimit, inconclusiveLimit: inconclusiveLimit,
                      consecutiveErrorLimit: consecutiveErrorLimit,
-                     checks: checks.map { AnalysisCheck(name: $0, intervalMilliseconds: 10_000, kind: .app(AnalysisCheck.App())) })
+                     checks: checks.map { AnalysisCheck(name: $0, intervalMilliseconds: 10_000, kind: .app(AnalysisCheck.App()),
+                                                        onFailure: onFailure[$0] ?? .rollback) },
+                     dryRun: dryRun)
     }
 
     func measured(_ check: String, _ phase: MeasurementPhase, _ detail: String = "x") -> Measurement {
@@ -41,7 +44,7 @@ import Testing
         judge.record(measured("http", .failed))
         judge.record(measured("http", .successful))
         judge.record(measured("errors", .successful))
-        #expect(judge.finish() == .successful("every check passed in the 60 s window (successful measurements: http 1 of 2, errors 1 of 1)"))
+        #expect(judge.finish() == .passed("every check passed in the 60 s window (successful measurements: http 1 of 2, errors 1 of 1)"))
     }
 
     @Test func theInconclusiveLimit() {
@@ -82,11 +85,11 @@ import Testing
         judge.record(measured("errors", .error, "Prometheus at http://127.0.0.1:9 could not be reached (connection refused)"))
         #expect(judge.finish().word == "inconclusive")
         judge.record(measured("errors", .successful))
-        #expect(judge.finish().word == "successful")
+        #expect(judge.finish().word == "passed")
     }
 
     @Test func aWindowWithoutChecksPasses() {
-        #expect(AnalysisJudge(spec: spec(checks: [])).finish() == .successful("no check failed in the 60 s window (no checks configured)"))
+        #expect(AnalysisJudge(spec: spec(checks: [])).finish() == .passed("no check failed in the 60 s window (no checks configured)"))
     }
 
     @Test func theAppsBadFailsAtOnce() {
@@ -94,7 +97,7 @@ import Testing
         #expect(judge.recordAppBad("database schema mismatch") == .failed("app: reported bad: \"database schema mismatch\""))
         #expect(judge.record(measured("http", .successful)) == .failed("app: reported bad: \"database schema mismatch\""))
         var named = AnalysisJudge(spec: spec())
-        #expect(named.recordAppBad("x", check: "self").sentence == "self: reported bad: \"x\"")
+        #expect(named.recordAppBad("x", check: "self")?.sentence == "self: reported bad: \"x\"")
     }
 
     @Test func appFailureCounts() {
@@ -104,11 +107,52 @@ import Testing
         #expect(app.measurement(failures: 1, check: "app").sentence == "app: 1 failure reported (limit 10)")
     }
 
+    @Test func aCheckThatHoldsEndsTheAnalysisHeld() {
+        var judge = AnalysisJudge(spec: spec(consecutiveErrorLimit: 1, onFailure: ["http": .hold]))
+        #expect(judge.record(measured("http", .failed, "p99 latency 412 ms over 58 probes (limit 250 ms)"))
+            == .held("http: p99 latency 412 ms over 58 probes (limit 250 ms) (on_failure=hold)"))
+        var errors = AnalysisJudge(spec: spec(consecutiveErrorLimit: 0, onFailure: ["errors": .hold]))
+        #expect(errors.record(measured("errors", .error))?.word == "held", "errors past the limit fail the check, and it holds")
+        var app = AnalysisJudge(spec: spec(checks: ["app"], onFailure: ["app": .hold]))
+        #expect(app.recordAppBad("schema mismatch") == .held("app: reported bad: \"schema mismatch\" (on_failure=hold)"))
+    }
+
+    @Test func aCheckThatRecordsDecidesNothingAndIsNamedAtTheEnd() {
+        var judge = AnalysisJudge(spec: spec(consecutiveErrorLimit: 0, onFailure: ["errors": .record]))
+        #expect(judge.record(measured("errors", .failed, "result[0] < 0.05 is false (0.31)")) == nil)
+        #expect(judge.record(measured("errors", .error)) == nil)
+        #expect(judge.record(measured("errors", .inconclusive)) == nil, "nor does it end the analysis inconclusive")
+        #expect(judge.recordAppBad("x", check: "errors") == nil)
+        judge.record(measured("http", .successful))
+        // It never succeeded, and the analysis passes all the same: only the checks that act count.
+        #expect(judge.finish() == .passed("no check that acts failed in the 60 s window (successful measurements: http 1 of 1, errors 0 of 4); recorded only: errors: reported bad: \"x\" (on_failure=record)"))
+        var clean = AnalysisJudge(spec: spec(onFailure: ["errors": .record]))
+        clean.record(measured("http", .successful))
+        #expect(clean.finish().sentence.hasPrefix("every check passed"), "a check that records and never failed is not named")
+    }
+
+    @Test func aDryRunRecordsWhatItWouldHaveDone() {
+        var rollback = AnalysisJudge(spec: spec(dryRun: true))
+        #expect(rollback.record(measured("http", .failed, "31% of 58 probes failed (limit 5%) over 60 s"))
+            == .wouldRollBack("would have rolled back: http: 31% of 58 probes failed (limit 5%) over 60 s"))
+        var hold = AnalysisJudge(spec: spec(onFailure: ["errors": .hold], dryRun: true))
+        #expect(hold.record(measured("errors", .failed, "y")) == .wouldHold("would have held: errors: y (on_failure=hold)"))
+        let unmeasured = AnalysisJudge(spec: spec(dryRun: true))
+        #expect(unmeasured.finish() == .wouldHold("would have held, inconclusive: http: no measurement in the 60 s window"))
+        var good = AnalysisJudge(spec: spec(dryRun: true))
+        good.record(measured("http", .successful))
+        good.record(measured("errors", .successful))
+        #expect(good.finish().word == "passed", "a dry run that passes passes")
+    }
+
     @Test func verdictsReadBack() {
-        for verdict in [AnalysisVerdict.successful("a"), .failed("b c"), .inconclusive("d")] {
+        let all: [AnalysisVerdict] = [.passed("a"), .failed("b c"), .held("e"), .inconclusive("d"), .wouldRollBack("f"), .wouldHold("g")]
+        #expect(all.map(\.word) == AnalysisVerdict.words)
+        for verdict in all {
             #expect(AnalysisVerdict(word: verdict.word, sentence: verdict.sentence) == verdict)
         }
-        #expect(AnalysisVerdict(word: "passed", sentence: "x") == nil)
+        #expect(AnalysisVerdict(word: "successful", sentence: "s") == .passed("s"), "an earlier analyzer's word")
+        #expect(AnalysisVerdict(word: "ok", sentence: "x") == nil)
         #expect(AnalysisVerdict.failed("http: x").description == "failed http: x")
     }
 }

@@ -29,6 +29,9 @@ import Testing
         "analysis.check.errors.timeout_ms": "3000",
         "analysis.check.app.kind": "app",
         "analysis.check.app.max_failures": "10",
+        "analysis.check.app.on_failure": "record",
+        "analysis.check.errors.on_failure": "hold",
+        "analysis.dry_run": "true",
         "supervise": "true",
         "remote.interval_s": "nonsense, not ours",
     ]
@@ -51,6 +54,8 @@ import Testing
         #expect(prometheus.query(substituting: ["version": "1.2.0", "build": "ab\"c"])
             == "sum(rate(x{version=\"1.2.0\",build=\"ab\\\"c\"}[30s]))")
         #expect(spec.checks[2].kind == .app(AnalysisCheck.App(maxFailures: 10)))
+        #expect(spec.checks.map(\.onFailure) == [.rollback, .hold, .record])
+        #expect(spec.dryRun)
     }
 
     @Test func defaults() throws {
@@ -69,6 +74,7 @@ import Testing
         #expect(http.maxFailurePercent == 5 && http.latencyLimitMilliseconds == nil && http.latencyPercentile == 99 && http.minProbes == 5)
         guard case .prometheus(let prometheus) = spec.checks[1].kind else { return }
         #expect(prometheus.success == nil && prometheus.timeoutMilliseconds == 5000)
+        #expect(spec.checks.allSatisfy { $0.onFailure == .rollback } && !spec.dryRun)
     }
 
     @Test func noAnalysisIsNil() throws {
@@ -181,6 +187,10 @@ import Testing
         (["analysis.window_s": "60", "analysis.checks": "p", "analysis.check.p.kind": "prometheus", "analysis.check.p.address": "http://10.0.0.5:9090",
           "analysis.check.p.query": "up", "analysis.check.p.success": "result == 1", "analysis.allow_insecure_http": "yes"],
          .invalidValue, "analysis.allow_insecure_http", "is 'yes'; write true or false."),
+        (["analysis.window_s": "60", "analysis.checks": "a", "analysis.check.a.kind": "app", "analysis.check.a.on_failure": "pause"],
+         .invalidValue, "analysis.check.a.on_failure", "is 'pause'; write rollback, hold or record."),
+        (["analysis.window_s": "60", "analysis.dry_run": "1"],
+         .invalidValue, "analysis.dry_run", "is '1'; write true or false."),
     ] as [([String: String], AnalysisSpecError.Code, String, String)])
     func refusesBadSettings(settings: [String: String], code: AnalysisSpecError.Code, key: String, phrase: String) {
         let error = #expect(throws: AnalysisSpecError.self) { try AnalysisSpec.parse(settings) }

@@ -1,3 +1,4 @@
+import Foundation
 import SwitchbackCore
 import Testing
 
@@ -73,7 +74,7 @@ struct ObserveTests {
         #expect(counts.failedStarts == 2)
     }
 
-    @Test func probationMetricsOnlyWithAnalysisAndCountedFromTheHistory() {
+    @Test func probationMetricsOnlyWithAnalysisAndCountedFromTheHistory() throws {
         #expect(!Self.snapshot.render().contains("switchback_probation"))
         #expect(!Self.snapshot.render().contains("switchback_analysis_"))
         var snapshot = Self.snapshot
@@ -85,14 +86,27 @@ struct ObserveTests {
             SwitchHistoryEvent(time: 2, kind: .probationPassed, from: .current, to: .current, source: .auto, reason: "y"),
             SwitchHistoryEvent(time: 3, kind: .probationFailed, from: .current, to: .current, source: .auto, reason: "z"),
             SwitchHistoryEvent(time: 4, kind: .probationPromoted, from: .current, to: .current, source: .auto, reason: "w"),
+            SwitchHistoryEvent(time: 5, kind: .probationWouldRollBack, from: .current, to: .current, source: .auto, reason: "v"),
+            SwitchHistoryEvent(time: 6, kind: .probationHeld, from: .current, to: .current, source: .auto, reason: "u"),
         ])
         let text = snapshot.render()
         let base = "app_id=\"com.example.notes\",install=\"0123456789abcdef\""
         #expect(text.contains("switchback_probation{\(base),build=\"\(String(repeating: "ab", count: 32))\",slot=\"current\",state=\"failed\",version=\"1.3.0\"} 1\n"))
         #expect(text.contains("switchback_probation_ends_timestamp_seconds{\(base)} 1795317160\n"))
         #expect(text.contains("switchback_analysis_results_total{\(base),result=\"failed\"} 2\n"))
-        #expect(text.contains("switchback_analysis_results_total{\(base),result=\"successful\"} 1\n"))
+        #expect(text.contains("switchback_analysis_results_total{\(base),result=\"passed\"} 1\n"))
         #expect(text.contains("switchback_analysis_results_total{\(base),result=\"inconclusive\"} 0\n"))
+        #expect(text.contains("switchback_analysis_results_total{\(base),result=\"held\"} 1\n"))
+        #expect(text.contains("switchback_analysis_results_total{\(base),result=\"would_roll_back\"} 1\n"))
+        #expect(text.contains("switchback_analysis_results_total{\(base),result=\"would_hold\"} 0\n"))
+        // A counts file written before the verdicts had one word each: `successful` is `passed`.
+        let path = NSTemporaryDirectory() + "switchback-counts-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let directory = StateDirectory(path: path)
+        try "switches=3\nfailed_starts=0\nanalysis_successful=4\nanalysis_failed=1\n"
+            .write(toFile: EventCounts.path(in: directory), atomically: true, encoding: .utf8)
+        #expect(EventCounts.load(from: directory)?.analysisResults == ["passed": 4, "failed": 1])
         // Old history lines still parse; the new kinds read back.
         #expect(SwitchHistoryEvent(line: SwitchHistoryEvent(time: 5, kind: .probationAborted, from: .current, to: .current, source: .auto, reason: "r").serialized().dropLast())?.kind == .probationAborted)
         #expect(SwitchHistoryEvent(line: "v1\t5\tswitch\tcurrent\tprevious\tcli\t")?.kind == .switch)

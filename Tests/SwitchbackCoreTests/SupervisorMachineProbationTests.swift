@@ -84,7 +84,7 @@ extension SupervisorMachineTests {
 
     @Test func aPassedWindowMarksTheBuildGoodWithTheNote() {
         var (machine, _) = Self.onProbation()
-        let actions = machine.handle(.analysisVerdict(.passed, sentence: "every check passed"), at: Self.at(60))
+        let actions = machine.handle(.analysisVerdict(.passed("every check passed")), at: Self.at(60))
         var record = Self.baking
         record.state = .passed
         record.result = "every check passed"
@@ -94,13 +94,13 @@ extension SupervisorMachineTests {
                                                 reason: "the current build (1.3.0) passed its 60 s bake window: every check passed")))
         #expect(machine.probation == .judged(record) && machine.nextDeadline == nil)
         // A second verdict is not acted on.
-        #expect(machine.handle(.analysisVerdict(.failed, sentence: "late"), at: Self.at(61)) == [])
+        #expect(machine.handle(.analysisVerdict(.failed("late")), at: Self.at(61)) == [])
     }
 
     @Test func aFailedWindowTakesTheCrashLoopPathWithTheMeasurement() {
         var (machine, _) = Self.onProbation()
         let sentence = "http: 31% of 58 probes failed (limit 5%) over 60 s"
-        let actions = machine.handle(.analysisVerdict(.failed, sentence: sentence), at: Self.at(30))
+        let actions = machine.handle(.analysisVerdict(.failed(sentence)), at: Self.at(30))
         #expect(actions.contains(.markBad(slot: .current, build: "cur", why: "failed its 60 s bake window: \(sentence)")))
         #expect(actions.contains(.recordHistory(.probationFailed, from: .current, to: .current,
                                                 reason: "the current build (1.3.0) failed its 60 s bake window: \(sentence)")))
@@ -110,7 +110,7 @@ extension SupervisorMachineTests {
     @Test func anInconclusiveWindowNeverRollsBackAndWaitsForTheOperator() {
         var (machine, _) = Self.onProbation()
         let sentence = "errors: Prometheus at http://127.0.0.1:9090 could not be reached (connection refused)"
-        let actions = machine.handle(.analysisVerdict(.inconclusive, sentence: sentence), at: Self.at(60))
+        let actions = machine.handle(.analysisVerdict(.inconclusive(sentence)), at: Self.at(60))
         #expect(!actions.contains { if case .markBad = $0 { return true } else { return false } })
         #expect(Self.said(actions).first?.contains("run rollbackctl promote to keep it or rollbackctl abort") == true)
         #expect(machine.probation.record?.state == .inconclusive)
@@ -122,6 +122,38 @@ extension SupervisorMachineTests {
         // Closed now: another request is ignored.
         let again = machine.handle(.probationRequest(.abort(build: "cur")), at: Self.at(71))
         #expect(Self.said(again) == ["a probation request for build cur was ignored: no probation of that build is open."])
+    }
+
+    @Test func aHeldWindowKeepsTheBuildUntilTheOperatorAborts() {
+        var (machine, _) = Self.onProbation()
+        let sentence = "http: p99 latency 412 ms over 58 probes (limit 250 ms) (on_failure=hold)"
+        let actions = machine.handle(.analysisVerdict(.held(sentence)), at: Self.at(30))
+        #expect(!actions.contains { if case .markBad = $0 { return true } else { return false } })
+        #expect(actions.contains(.recordHistory(.probationHeld, from: .current, to: .current,
+                                                reason: "the current build (1.3.0) is held by its 60 s bake window: \(sentence)")))
+        #expect(Self.said(actions) == ["The current build (1.3.0) is held by its 60 s bake window: \(sentence); it stays: run rollbackctl promote to keep it or rollbackctl abort to roll it back."])
+        #expect(machine.probation.record?.state == .held && machine.probation.record?.result == sentence)
+        let aborted = machine.handle(.probationRequest(.abort(build: "cur")), at: Self.at(40))
+        #expect(aborted.contains { if case .markBad(_, "cur", _, .cli) = $0 { return true } else { return false } }, "\(aborted)")
+        #expect(machine.probation.record?.state == .aborted)
+    }
+
+    @Test func aDryRunsVerdictActsOnNothing() {
+        var (machine, _) = Self.onProbation()
+        let sentence = "would have rolled back: http: 31% of 58 probes failed (limit 5%) over 30 s"
+        let actions = machine.handle(.analysisVerdict(.wouldRollBack(sentence)), at: Self.at(30))
+        #expect(!actions.contains { if case .markBad = $0 { return true } else { return false } })
+        let reason = "the current build (1.3.0) ended its 60 s bake window, a dry run: \(sentence)"
+        #expect(actions.contains(.recordHistory(.probationWouldRollBack, from: .current, to: .current, reason: reason)))
+        #expect(actions.contains(.markGoodAfterProbation(slot: .current, build: "cur", note: "ended its 60 s bake window, a dry run that \(sentence)")))
+        #expect(Self.said(actions) == ["The current build (1.3.0) ended its 60 s bake window, a dry run: \(sentence); nothing was done, it stays."])
+        #expect(machine.probation.record?.state == .wouldRollBack)
+        let promote = machine.handle(.probationRequest(.promote(build: "cur")), at: Self.at(31))
+        #expect(Self.said(promote) == ["a probation request for build cur was ignored: no probation of that build is open."], "a dry run's window is closed")
+        var (holding, _) = Self.onProbation()
+        let held = holding.handle(.analysisVerdict(.wouldHold("would have held: errors: y")), at: Self.at(30))
+        #expect(held.contains { if case .recordHistory(.probationWouldHold, _, _, _, _) = $0 { return true } else { return false } })
+        #expect(holding.probation.record?.state == .wouldHold)
     }
 
     @Test func anAnalyzerThatDiesOrNeverStartsIsInconclusive() {
@@ -162,7 +194,7 @@ extension SupervisorMachineTests {
         #expect(machine.handle(.appFailures(pid: 100, count: 3), at: Self.at(5)) == [.tellAnalyzer(.appFailures(3))])
         #expect(machine.handle(.appBad(pid: 100, reason: "schema mismatch"), at: Self.at(5)) == [.tellAnalyzer(.appBad(reason: OutsideText("schema mismatch")))])
         #expect(machine.handle(.appFailures(pid: 999, count: 3), at: Self.at(5)) == [])
-        _ = machine.handle(.analysisVerdict(.passed, sentence: "ok"), at: Self.at(60))
+        _ = machine.handle(.analysisVerdict(.passed("ok")), at: Self.at(60))
         #expect(machine.handle(.appFailures(pid: 100, count: 4), at: Self.at(61)) == [])
     }
 

@@ -13,7 +13,8 @@ import SwitchbackFiles
 /// The protocol, in frames (`AnalyzerMessage`: `LENGTH SP PAYLOAD LF`, the payload's text
 /// made safe by `OutsideText`), each written with one `write(2)` as it happens:
 /// - stdout: `measurement NAME PHASE SENTENCE` per measurement, then
-///   `verdict successful|failed|inconclusive SENTENCE`, then exit 0;
+///   `verdict WORD SENTENCE` (`AnalysisVerdict.words`: passed, failed, held, inconclusive,
+///   would_roll_back, would_hold), then exit 0;
 /// - stdin: `app-failures N` (the app's cumulative failure count), `app-bad REASON`; other
 ///   kinds are ignored; a malformed frame is said once on stderr and nothing after it is
 ///   read; end of input (the supervisor is gone) exits at once, with no verdict;

@@ -12,23 +12,12 @@ struct EngineRolloutJudge: RolloutJudge {
     /// `$version`, `$previous_version`.
     let variables: [String: String]
 
-    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> StepVerdict {
+    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> AnalysisVerdict {
         let verdict = AnalysisRun(spec: spec, variables: variables).run(endingAt: deadline) { event in
             if case .measurement(let measurement) = event {
                 report("\(measurement.check) \(measurement.phase): \(measurement.detail)")
             }
         }
-        return StepVerdict(verdict)
-    }
-}
-
-extension StepVerdict {
-    /// The engine's verdict, word for word.
-    init(_ verdict: AnalysisVerdict) {
-        switch verdict {
-        case .successful(let sentence): self = .successful(sentence)
-        case .failed(let sentence): self = .failed(sentence)
-        case .inconclusive(let sentence): self = .inconclusive(sentence)
-        }
+        return verdict
     }
 }

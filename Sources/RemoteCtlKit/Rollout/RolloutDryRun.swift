@@ -93,7 +93,7 @@ struct DryRunJudge: RolloutJudge {
     let plan: RolloutPlan
     let clock: FakeClock
 
-    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> StepVerdict {
+    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> AnalysisVerdict {
         for check in plan.spec?.checks ?? [] {
             guard case .prometheus(let prometheus) = check.kind else { continue }
             var conditions: [String] = []
@@ -102,6 +102,6 @@ struct DryRunJudge: RolloutJudge {
             report("\(check.name): would query \(prometheus.address) every \(check.intervalMilliseconds / 1000) s: \(prometheus.query(substituting: plan.variableValues))\(conditions.isEmpty ? "" : "; " + conditions.joined(separator: ", "))")
         }
         clock.sleep(until: deadline)
-        return .successful("dry run: no query sent, assumed to pass")
+        return .passed("dry run: no query sent, assumed to pass")
     }
 }

@@ -43,7 +43,7 @@ protocol RolloutClock {
 protocol RolloutJudge {
     /// Judges the pause after `step` (1-based) was published to `percent`% of installs; each
     /// measurement is passed to `report` as one line as soon as it is made (from any thread).
-    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> StepVerdict
+    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> AnalysisVerdict
 }
 
 /// The real files: `--state FILE` and `--out FILE`, read strictly (`TrustedFile`: the state
@@ -184,9 +184,9 @@ struct SystemRolloutClock: RolloutClock {
 struct PauseOnlyJudge: RolloutJudge {
     let clock: any RolloutClock
 
-    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> StepVerdict {
+    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> AnalysisVerdict {
         let seconds = max(0, (deadline - clock.nowMilliseconds() + 500) / 1000)
         clock.sleep(until: deadline)
-        return .successful("no checks configured (analysis.checks), paused \(seconds) s")
+        return .passed("no checks configured (analysis.checks), paused \(seconds) s")
     }
 }

@@ -1,3 +1,5 @@
+import SwitchbackCore
+
 /// The rollout's decisions as a state machine: the persisted `RolloutState` and a `mutating
 /// func` per event (resumed, about to publish, published, judged) that returns the action for
 /// the driver to perform. It does no I/O and reads no clock (times come in with the events),
@@ -123,14 +125,13 @@ struct RolloutMachine {
             }
             if promoteFull { return promoteToFull() }
             return advance()
-        case .inconclusive:
-            if abort { return rollBack(.aborted, because: "aborted by the operator (--abort) after an inconclusive analysis") }
+        case .inconclusive, .held:
+            let word = state.phase.rawValue
+            if abort { return rollBack(.aborted, because: "aborted by the operator (--abort) after \(state.phase == .held ? "a held" : "an inconclusive") analysis") }
             if promoteFull { return promoteToFull() }
-            guard approval else {
-                return .wait("The analysis of \(stepName) was inconclusive (\(state.result ?? "no result")); run the same command with --approve to go on, or with --abort to roll back.")
-            }
+            guard approval else { return waitForTheOperator(state.result ?? "no result") }
             approval = false
-            notes.append("\(stepName.capitalizedFirst): inconclusive, approved by the operator (--approve); going on.")
+            notes.append("\(stepName.capitalizedFirst): \(word), approved by the operator (--approve); going on.")
             return next()
         }
     }
@@ -174,7 +175,7 @@ struct RolloutMachine {
     /// by hand, which the state does not know), the run is superseded: nothing more is
     /// published and the state stays as the other process left it. Otherwise the verdict
     /// is judged (`judged`).
-    mutating func pauseEnded(_ verdict: StepVerdict, onDisk: OnDisk?, saved: RolloutState?, now: Int64) -> Action {
+    mutating func pauseEnded(_ verdict: AnalysisVerdict, onDisk: OnDisk?, saved: RolloutState?, now: Int64) -> Action {
         let pause = "the pause of \(stepName)"
         if let saved, saved.rollbackCause == .aborted, saved.phase == .rollingBack || saved.phase == .rolledBack {
             let published = saved.phase == .rolledBack || (saved.isRollbackSigned && onDisk?.sha256 == saved.directiveSHA256)
@@ -192,26 +193,33 @@ struct RolloutMachine {
     }
 
     /// The analysis of the step in hand ended with `verdict`.
-    mutating func judged(_ verdict: StepVerdict, now: Int64) -> Action {
+    mutating func judged(_ verdict: AnalysisVerdict, now: Int64) -> Action {
         state.updatedAt = now
         state.result = verdict.sentence
-        state.records[state.step]?.result = "\(verdict.phase): \(verdict.sentence)"
+        state.records[state.step]?.result = "\(verdict.word): \(verdict.sentence)"
         switch verdict {
-        case .successful(let sentence):
-            notes.append("\(stepName.capitalizedFirst): analysis successful: \(sentence).")
+        case .passed(let sentence):
+            notes.append("\(stepName.capitalizedFirst): analysis passed: \(sentence).")
+            return next()
+        case .wouldRollBack(let sentence), .wouldHold(let sentence):
+            notes.append("\(stepName.capitalizedFirst): dry run (analysis.dry_run), \(sentence); going on.")
             return next()
         case .failed(let sentence):
             notes.append("\(stepName.capitalizedFirst): analysis failed: \(sentence); rolling back.")
             return rollBack(.failed, because: sentence)
-        case .inconclusive(let sentence):
-            state.phase = .inconclusive
-            guard approval else {
-                return .wait("The analysis of \(stepName) was inconclusive (\(sentence)); run the same command with --approve to go on, or with --abort to roll back.")
-            }
+        case .inconclusive(let sentence), .held(let sentence):
+            state.phase = verdict.word == "held" ? .held : .inconclusive
+            guard approval else { return waitForTheOperator(sentence) }
             approval = false
-            notes.append("\(stepName.capitalizedFirst): analysis inconclusive (\(sentence)); approved in advance (--approve), going on.")
+            notes.append("\(stepName.capitalizedFirst): analysis \(verdict.word) (\(sentence)); approved in advance (--approve), going on.")
             return next()
         }
+    }
+
+    /// A step whose analysis was inconclusive or held waits for the operator.
+    private func waitForTheOperator(_ sentence: String) -> Action {
+        let how = state.phase == .held ? "held by a check that holds (on_failure=hold)" : "inconclusive"
+        return .wait("The analysis of \(stepName) was \(how) (\(sentence)); run the same command with --approve to go on, or with --abort to roll back.")
     }
 
     /// What a finished rollout did: what it published, and what it measured. Never how many
@@ -293,27 +301,6 @@ struct RolloutMachine {
     private func foreign(onDisk: OnDisk?) -> String {
         let holds = onDisk.map { $0.serial.map { "a directive with serial \($0)" } ?? "something that is no directive" } ?? "nothing"
         return "The directive file holds \(holds), not the directive of \(stepName) this rollout published (serial \(state.serial)): someone else published over it; find out who, then run the same command with --abort to roll back, or start a new rollout with another --state file."
-    }
-}
-
-/// How a step's pause was judged (the analysis's verdict, or a plain wait's).
-enum StepVerdict: Sendable, Equatable {
-    case successful(String)
-    case failed(String)
-    case inconclusive(String)
-
-    var sentence: String {
-        switch self {
-        case .successful(let text), .failed(let text), .inconclusive(let text): return text
-        }
-    }
-
-    var phase: String {
-        switch self {
-        case .successful: return "successful"
-        case .failed: return "failed"
-        case .inconclusive: return "inconclusive"
-        }
     }
 }
 

@@ -27,6 +27,9 @@ struct RolloutState: Sendable, Equatable {
         case analysing
         /// The step's analysis was inconclusive: it waits for `--approve` or `--abort`.
         case inconclusive
+        /// A check of the step's analysis with `on_failure=hold` failed: it waits for
+        /// `--approve` or `--abort`, as an inconclusive one does.
+        case held
         /// The rollback directive is signed and being written.
         case rollingBack = "rolling_back"
         /// The rollback directive is on disk: the rollout is over.

@@ -103,10 +103,10 @@ struct ProbationRequestCommand {
             case .aborted:
                 console.out(aborted)
                 return
-            case .baking, .inconclusive:
+            case .baking, .held, .inconclusive:
                 if gone { throw .failure(exited) }
                 continue
-            case .passed, .failed:
+            case .passed, .failed, .wouldRollBack, .wouldHold:
                 throw .failure("The bake window of \(what) ended \(now.state.rawValue) before the request was acted on: \(now.result ?? "no result recorded").")
             }
         }

@@ -20,6 +20,10 @@ extension StatusReport {
             lines.append("Probation: \(what) is baking: \(secondsLeft(record)) s left of its \(record.windowSeconds) s window (ends \(formatUTC(record.endsAt / 1000))); rollbackctl promote or abort ends it early.")
         case .inconclusive:
             lines.append("Probation: \(what) ended its \(record.windowSeconds) s window inconclusive: \(record.result ?? "no result"). It stays; run rollbackctl promote to keep it or rollbackctl abort to roll it back.")
+        case .held:
+            lines.append("Probation: \(what) is held by its \(record.windowSeconds) s window: \(record.result ?? "no result"). It stays; run rollbackctl promote to keep it or rollbackctl abort to roll it back.")
+        case .wouldRollBack, .wouldHold:
+            lines.append("Probation: \(what) ended its \(record.windowSeconds) s window, a dry run (started \(formatUTC(record.startedAt / 1000))): \(record.result ?? "no result"). Nothing was done.")
         case .passed, .failed, .promoted, .aborted:
             lines.append("Probation: \(what) \(record.state.rawValue) (\(record.windowSeconds) s window, started \(formatUTC(record.startedAt / 1000))): \(record.result ?? "no result").")
         }

@@ -8,11 +8,26 @@ public struct AnalysisCheck: Sendable, Equatable {
     public var intervalMilliseconds: Int
     /// What the check measures.
     public var kind: Kind
+    /// What the check's failure does (`analysis.check.NAME.on_failure`, default `rollback`).
+    public var onFailure: FailureAction
 
-    public init(name: String, intervalMilliseconds: Int, kind: Kind) {
+    public init(name: String, intervalMilliseconds: Int, kind: Kind, onFailure: FailureAction = .rollback) {
         self.name = name
         self.intervalMilliseconds = intervalMilliseconds
         self.kind = kind
+        self.onFailure = onFailure
+    }
+
+    /// What a check's failure does to the analysis (Argo's `dryRun` per metric is `record`;
+    /// its advice to pause with an inconclusive result is `hold`).
+    public enum FailureAction: String, Sendable, Equatable, CaseIterable {
+        /// The analysis fails: the build is rolled back (a rollout rolls back).
+        case rollback
+        /// The analysis ends held: the build keeps serving and waits for `rollbackctl
+        /// promote` or `abort` (a rollout waits for `--approve` or `--abort`).
+        case hold
+        /// The failure is recorded (its measurements, the verdict's sentence) and decides nothing.
+        case record
     }
 
     /// What a check measures.

@@ -4,12 +4,12 @@ import SwitchbackFiles
 struct SettingsReader {
     let settings: [String: String]
 
-    static let topLevel = ["window_s", "interval_s", "failure_limit", "inconclusive_limit", "consecutive_error_limit", "checks", "allow_insecure_http"]
+    static let topLevel = ["window_s", "interval_s", "failure_limit", "inconclusive_limit", "consecutive_error_limit", "checks", "allow_insecure_http", "dry_run"]
     static let fields: [String: [String]] = [
         "http": ["kind", "interval_s", "url", "success_status", "probe_interval_ms", "timeout_ms", "window_s",
-                 "max_failure_percent", "latency_limit_ms", "latency_percentile", "min_probes"],
-        "prometheus": ["kind", "interval_s", "address", "query", "success", "failure", "timeout_ms"],
-        "app": ["kind", "interval_s", "max_failures"],
+                 "max_failure_percent", "latency_limit_ms", "latency_percentile", "min_probes", "on_failure"],
+        "prometheus": ["kind", "interval_s", "address", "query", "success", "failure", "timeout_ms", "on_failure"],
+        "app": ["kind", "interval_s", "max_failures", "on_failure"],
     ]
 
     mutating func spec() throws(AnalysisSpecError) -> AnalysisSpec? {
@@ -34,8 +34,11 @@ struct SettingsReader {
         spec.failureLimit = try integer("analysis.failure_limit", in: ValueRange.count, "a whole number of measurements") ?? 0
         spec.inconclusiveLimit = try integer("analysis.inconclusive_limit", in: ValueRange.count, "a whole number of measurements") ?? 0
         spec.consecutiveErrorLimit = try integer("analysis.consecutive_error_limit", in: ValueRange.count, "a whole number of measurements")
+        spec.dryRun = try boolean("analysis.dry_run")
         for name in names {
-            spec.checks.append(try check(name, spec: spec))
+            var check = try check(name, spec: spec)
+            check.onFailure = try failureAction(name)
+            spec.checks.append(check)
         }
         return spec
     }
@@ -68,7 +71,7 @@ struct SettingsReader {
         if Self.topLevel.contains(String(rest)) { return }
         guard rest.hasPrefix("check.") else {
             throw AnalysisSpecError(.unknownKey, key: key,
-                                    "\(key) is not an analysis setting; write analysis.window_s, interval_s, failure_limit, inconclusive_limit, consecutive_error_limit, checks, allow_insecure_http or analysis.check.NAME.FIELD.")
+                                    "\(key) is not an analysis setting; write analysis.window_s, interval_s, failure_limit, inconclusive_limit, consecutive_error_limit, checks, allow_insecure_http, dry_run or analysis.check.NAME.FIELD.")
         }
         let path = rest.dropFirst("check.".count)
         guard let dot = path.lastIndex(of: "."), dot != path.startIndex else {
@@ -182,7 +185,21 @@ struct SettingsReader {
 
     /// `analysis.allow_insecure_http`: true or false (absent: false).
     func allowsInsecureHTTP() throws(AnalysisSpecError) -> Bool {
-        let key = "analysis.allow_insecure_http"
+        try boolean("analysis.allow_insecure_http")
+    }
+
+    /// `analysis.check.NAME.on_failure`: rollback, hold or record (absent: rollback).
+    func failureAction(_ name: String) throws(AnalysisSpecError) -> AnalysisCheck.FailureAction {
+        let key = "analysis.check.\(name).on_failure"
+        guard let text = settings[key] else { return .rollback }
+        guard let action = AnalysisCheck.FailureAction(rawValue: text) else {
+            throw AnalysisSpecError(.invalidValue, key: key, "\(key) is '\(text.prefix(40))'; write rollback, hold or record.")
+        }
+        return action
+    }
+
+    /// A true-or-false setting (absent: false).
+    func boolean(_ key: String) throws(AnalysisSpecError) -> Bool {
         switch settings[key] {
         case nil, "false": return false
         case "true": return true

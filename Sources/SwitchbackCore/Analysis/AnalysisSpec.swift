@@ -15,7 +15,9 @@
 /// Limits follow Argo Rollouts' AnalysisTemplate: a check fails the analysis when it has more
 /// failed measurements than `failureLimit`; more inconclusive ones than `inconclusiveLimit`
 /// end it inconclusive; errors fail it only when `consecutiveErrorLimit` is set and more of
-/// them come in a row (`AnalysisJudge`).
+/// them come in a row (`AnalysisJudge`). What a failed check does is its own
+/// (`analysis.check.NAME.on_failure`: rollback, hold or record), and `analysis.dry_run=true`
+/// acts on no verdict.
 public struct AnalysisSpec: Sendable, Equatable {
     /// The bake window (`analysis.window_s`), at least 1.
     public var windowSeconds: Int
@@ -31,15 +33,19 @@ public struct AnalysisSpec: Sendable, Equatable {
     /// The checks, in `analysis.checks` order. None: the window only waits (crashes still
     /// count, as they always do).
     public var checks: [AnalysisCheck]
+    /// A dry run (`analysis.dry_run`): every check runs and is judged as usual, and a verdict
+    /// that would act is recorded as what it would have done (`AnalysisVerdict.dryRun`).
+    public var dryRun: Bool
 
     public init(windowSeconds: Int, intervalSeconds: Int = 10, failureLimit: Int = 0, inconclusiveLimit: Int = 0,
-                consecutiveErrorLimit: Int? = nil, checks: [AnalysisCheck] = []) {
+                consecutiveErrorLimit: Int? = nil, checks: [AnalysisCheck] = [], dryRun: Bool = false) {
         self.windowSeconds = windowSeconds
         self.intervalSeconds = intervalSeconds
         self.failureLimit = failureLimit
         self.inconclusiveLimit = inconclusiveLimit
         self.consecutiveErrorLimit = consecutiveErrorLimit
         self.checks = checks
+        self.dryRun = dryRun
     }
 
     /// The longest bake window: a week.

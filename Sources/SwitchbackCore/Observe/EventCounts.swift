@@ -9,12 +9,13 @@ public struct EventCounts: Sendable, Equatable {
     /// Starts that did not run the chosen slot (`fallback`), supervised starts not ready in
     /// time (`hung_start`), and live switches whose new child never became ready (`switch_failed`).
     public var failedStarts: Int = 0
-    /// Bake windows ended by the analysis, by result (`successful`, `failed`, `inconclusive`):
-    /// the `probation_passed`, `probation_failed` and `probation_inconclusive` history events.
+    /// Bake windows ended by the analysis, by its verdict's word (`AnalysisVerdict.words`:
+    /// passed, failed, held, inconclusive, would_roll_back, would_hold): the `probation_WORD`
+    /// history events.
     public var analysisResults: [String: Int] = [:]
 
     /// The results `analysisResults` counts, in the order the metrics list them.
-    public static let analysisResultNames = ["successful", "failed", "inconclusive"]
+    public static let analysisResultNames = AnalysisVerdict.words
 
     public init() {}
 
@@ -31,12 +32,8 @@ public struct EventCounts: Sendable, Equatable {
             if event.to == .previous { rollbacks[event.source, default: 0] += 1 }
         case "fallback", "hung_start", "switch_failed":
             failedStarts += 1
-        case "probation_passed":
-            analysisResults["successful", default: 0] += 1
-        case "probation_failed":
-            analysisResults["failed", default: 0] += 1
-        case "probation_inconclusive":
-            analysisResults["inconclusive", default: 0] += 1
+        case let kind where kind.hasPrefix("probation_") && Self.analysisResultNames.contains(String(kind.dropFirst(10))):
+            analysisResults[String(kind.dropFirst(10)), default: 0] += 1
         default:
             break
         }
@@ -59,6 +56,8 @@ public struct EventCounts: Sendable, Equatable {
         for result in analysisResultNames {
             if let value = number("analysis_" + result) { counts.analysisResults[result] = value }
         }
+        // Written as `successful` before the verdicts had one word each.
+        if let value = number("analysis_successful") { counts.analysisResults["passed", default: 0] += value }
         return counts
     }
 

@@ -22,6 +22,9 @@ public struct JournalEntry: Sendable, Equatable {
         case probationInconclusive = "probation_inconclusive"
         case probationPromoted = "probation_promoted"
         case probationAborted = "probation_aborted"
+        case probationHeld = "probation_held"
+        case probationWouldRollBack = "probation_would_roll_back"
+        case probationWouldHold = "probation_would_hold"
         /// A history kind this table does not know yet (a newer writer's).
         case other
 
@@ -46,6 +49,9 @@ public struct JournalEntry: Sendable, Equatable {
             case .probationInconclusive: return "8e4b2f6a1d9c4a7b93e5f0c2d8a6b147"
             case .probationPromoted: return "2f7d9c1e6b3a4f58a0c4e9d2b7f3a61c"
             case .probationAborted: return "a61e4d8b2c9f47309d5b1e7c3a8f2d64"
+            case .probationHeld: return "4b8e1f0d6a2c47e9b3d5a7c9e1f30b62"
+            case .probationWouldRollBack: return "e7a3c5d1f9b24086a4c2e6b8d0f17a35"
+            case .probationWouldHold: return "0c6f2a8e4d1b4973b5e9a1c7d3f52e80"
             case .other: return "ae42fedbd8f94b798fbb7ac02d9ed69f"
             }
         }
@@ -54,7 +60,7 @@ public struct JournalEntry: Sendable, Equatable {
         public var priority: Int {
             switch self {
             case .fallback, .hungStart, .switchFailed, .remoteRefused, .remoteNotApplied, .remoteStale, .recovery,
-                 .probationFailed, .probationInconclusive, .probationAborted: return 4
+                 .probationFailed, .probationInconclusive, .probationHeld, .probationAborted, .probationWouldRollBack: return 4
             default: return 5
             }
         }

@@ -179,13 +179,13 @@ public struct MetricsSnapshot: Sendable, Equatable {
                    [("", String(remote.maxStalenessSeconds))])
         }
         if hasAnalysis {
-            metric("switchback_probation", "gauge", "1, labelled with the last probation's slot, version, build and state (baking, passed, failed, inconclusive, promoted, aborted).",
+            metric("switchback_probation", "gauge", "1, labelled with the last probation's slot, version, build and state (\(ProbationRecord.State.allCases.map(\.rawValue).joined(separator: ", "))).",
                    probation.map { record in
                        [("build=\"\(Self.escape(record.build))\",slot=\"\(record.slot.rawValue)\",state=\"\(record.state.rawValue)\",version=\"\(Self.escape(record.version))\"", "1")]
                    } ?? [])
             metric("switchback_probation_ends_timestamp_seconds", "gauge", "When the last probation's bake window ends (or ended).",
                    probation.map { [("", String($0.endsAt / 1000))] } ?? [])
-            metric("switchback_analysis_results_total", "counter", "Bake windows ended by the analysis, by result.",
+            metric("switchback_analysis_results_total", "counter", "Bake windows ended by the analysis, by the verdict's word.",
                    EventCounts.analysisResultNames.map { ("result=\"\($0)\"", String(counts.analysisResults[$0] ?? 0)) })
         }
         metric("switchback_metrics_written_timestamp_seconds", "gauge", "When this file was written.",

@@ -66,7 +66,7 @@ public enum Observer {
             // The reason is the whole sentence (what is stale, since when, what to do).
             kind = .remoteStale
             message = reason
-        case "probation_passed", "probation_failed", "probation_inconclusive", "probation_promoted", "probation_aborted":
+        case _ where event.kind.rawValue.hasPrefix("probation_"):
             // The reason is the whole verdict ("the current build (1.3.0) failed its 60 s bake window: ...").
             kind = JournalEntry.Kind(rawValue: event.kind.rawValue) ?? .other
             message = HealthPolicy.capitalized(reason)

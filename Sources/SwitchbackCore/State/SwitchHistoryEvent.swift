@@ -42,6 +42,14 @@ public struct SwitchHistoryEvent: Sendable, Equatable {
         case probationFailed = "probation_failed"
         /// A bake window ended without a verdict either way: the build stays.
         case probationInconclusive = "probation_inconclusive"
+        /// A check whose failure holds (`on_failure=hold`) failed: the build stays and waits
+        /// for `rollbackctl promote` or `abort`.
+        case probationHeld = "probation_held"
+        /// A dry run's bake window ended with a verdict that would have rolled the build back
+        /// (the reason says which measurement): nothing was done.
+        case probationWouldRollBack = "probation_would_roll_back"
+        /// A dry run's bake window ended with a verdict that would have held the build.
+        case probationWouldHold = "probation_would_hold"
         /// `rollbackctl promote` ended a probation as good.
         case probationPromoted = "probation_promoted"
         /// `rollbackctl abort` ended a probation as bad.

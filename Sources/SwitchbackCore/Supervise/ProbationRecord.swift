@@ -10,12 +10,21 @@ import Glibc
 /// never a crash.
 public struct ProbationRecord: Sendable, Equatable {
     /// Where a probation is. `baking` is the only state in which the analyzer runs;
-    /// `inconclusive` waits for an operator's `promote` or `abort`.
+    /// `held` and `inconclusive` wait for an operator's `promote` or `abort`. A verdict's
+    /// state is its word (`AnalysisVerdict.word`).
     public enum State: String, Sendable, Equatable, CaseIterable, Codable {
-        case baking, passed, failed, inconclusive, promoted, aborted
+        case baking, passed, failed, held, inconclusive, promoted, aborted
+        /// A dry run ended with a verdict that would have rolled back, or held: nothing was done.
+        case wouldRollBack = "would_roll_back"
+        case wouldHold = "would_hold"
+
+        /// The state a verdict leaves.
+        public init(_ verdict: AnalysisVerdict) {
+            self.init(rawValue: verdict.word)!
+        }
 
         /// Whether `rollbackctl promote` / `abort` can still act on it.
-        public var isOpen: Bool { self == .baking || self == .inconclusive }
+        public var isOpen: Bool { self == .baking || self == .held || self == .inconclusive }
     }
 
     /// One check's last measurement: its phase (`successful`, `failed`, `inconclusive`,

@@ -181,13 +181,8 @@ extension Supervisor {
         case .measurement(let check, let phase, let sentence):
             send(.analysisMeasured(check: check, phase: phase, sentence: sentence.text))
         case .verdict(let word, let sentence):
-            let state: ProbationRecord.State
-            switch word {
-            case "successful": state = .passed
-            case "failed": state = .failed
-            default: state = .inconclusive
-            }
-            send(.analysisVerdict(state, sentence: sentence.text))
+            send(.analysisVerdict(AnalysisVerdict(word: word, sentence: sentence.text)
+                ?? .inconclusive("the analyzer gave a verdict this supervisor does not know ('\(word)'): \(sentence.text)")))
         case .appFailures, .appBad:
             break
         }

@@ -7,8 +7,9 @@ import Glibc
 /// an automatic switch, the install's first start), never on a restart of the same build; a
 /// supervisor restarted during a window resumes it from the record. The analyzer
 /// (`rollbackctl-remote analyze`) measures and judges; the machine acts on its verdict:
-/// successful marks the build good again with a note, failed takes the crash-loop path
-/// (`markBad`), inconclusive leaves the build and waits for `rollbackctl promote` or `abort`.
+/// passed marks the build good again with a note, failed takes the crash-loop path
+/// (`markBad`), held and inconclusive leave the build and wait for `rollbackctl promote` or
+/// `abort`, a dry run's verdicts act on nothing (`analysisVerdict`).
 /// The record is written last of a verdict's actions: a reader that sees it ended (`rollbackctl
 /// promote` waits for that) sees the history, the health verdict and the switch already done.
 extension SupervisorMachine {
@@ -110,15 +111,19 @@ extension SupervisorMachine {
         return [.recordProbation(record)]
     }
 
-    /// The analyzer's verdict: acted on once.
-    mutating func analysisVerdict(_ state: ProbationRecord.State, sentence: String, now: Moment) -> [Action] {
+    /// The analyzer's verdict: acted on once. Passed marks the build good again; failed takes
+    /// the crash-loop path; held and inconclusive leave the build serving and wait for the
+    /// operator; a dry run's verdicts are recorded and do nothing but end the window (the
+    /// build is kept as if it had passed, with a note saying what would have happened).
+    mutating func analysisVerdict(_ verdict: AnalysisVerdict, now: Moment) -> [Action] {
         guard case .analyzing(var record, _) = probation else { return [] }
-        record.state = state
+        let sentence = verdict.sentence
+        record.state = ProbationRecord.State(verdict)
         record.result = sentence
         probation = .judged(record)
         let what = "the \(record.slot.rawValue) build (\(record.version))"
         let window = "its \(record.windowSeconds) s bake window"
-        switch state {
+        switch verdict {
         case .passed:
             let note = "passed \(window)"
             return [.say("\(what) \(note): \(sentence)."),
@@ -127,20 +132,27 @@ extension SupervisorMachine {
         case .failed:
             return [.recordHistory(.probationFailed, from: record.slot, to: record.slot, reason: "\(what) failed \(window): \(sentence)"),
                     .markBad(slot: record.slot, build: record.build, why: "failed \(window): \(sentence)"), .recordProbation(record)]
-        default:
-            record.state = .inconclusive
-            probation = .judged(record)
-            let reason = "\(what) ended \(window) inconclusive: \(sentence)"
+        case .held, .inconclusive:
+            let held = record.state == .held
+            let reason = held ? "\(what) is held by \(window): \(sentence)" : "\(what) ended \(window) inconclusive: \(sentence)"
             return [.say("\(HealthPolicy.capitalized(reason)); it stays: run rollbackctl promote to keep it or rollbackctl abort to roll it back."),
                     .recordProbation(record),
-                    .recordHistory(.probationInconclusive, from: record.slot, to: record.slot, reason: reason)]
+                    .recordHistory(held ? .probationHeld : .probationInconclusive, from: record.slot, to: record.slot, reason: reason)]
+        case .wouldRollBack, .wouldHold:
+            let note = "ended \(window), a dry run"
+            let reason = "\(what) \(note): \(sentence)"
+            return [.say("\(HealthPolicy.capitalized(reason)); nothing was done, it stays."),
+                    .recordHistory(record.state == .wouldHold ? .probationWouldHold : .probationWouldRollBack,
+                                   from: record.slot, to: record.slot, reason: reason),
+                    .markGoodAfterProbation(slot: record.slot, build: record.build, note: "\(note) that \(sentence)"),
+                    .recordProbation(record)]
         }
     }
 
     /// The analyzer exited (or could not be started) without a verdict: inconclusive, never a rollback.
     mutating func analyzerGone(_ sentence: String, now: Moment) -> [Action] {
         guard case .analyzing = probation else { return [] }
-        return analysisVerdict(.inconclusive, sentence: sentence, now: now)
+        return analysisVerdict(.inconclusive(sentence), now: now)
     }
 
     /// The app's own signal (sd_notify `X_SWITCHBACK_FAILURES` / `X_SWITCHBACK_BAD`), passed to
@@ -182,6 +194,6 @@ extension SupervisorMachine {
     /// The timer: an analyzer that gave no verdict well past the window's end is stopped.
     mutating func checkProbation(now: Moment) -> [Action] {
         guard case .analyzing(_, let overdueAt) = probation, now.monotonic >= overdueAt else { return [] }
-        return [.stopAnalyzer] + analysisVerdict(.inconclusive, sentence: "the analyzer gave no verdict by the end of the window", now: now)
+        return [.stopAnalyzer] + analysisVerdict(.inconclusive("the analyzer gave no verdict by the end of the window"), now: now)
     }
 }

@@ -137,8 +137,8 @@ struct SupervisorMachine {
         case bakeWindow(seconds: Int)
         /// The analyzer's `measurement NAME PHASE SENTENCE`.
         case analysisMeasured(check: String, phase: String, sentence: String)
-        /// The analyzer's `verdict successful|failed|inconclusive SENTENCE` (as passed, failed, inconclusive).
-        case analysisVerdict(ProbationRecord.State, sentence: String)
+        /// The analyzer's `verdict WORD SENTENCE`, read back (an unknown word is inconclusive).
+        case analysisVerdict(AnalysisVerdict)
         /// The analyzer exited, or could not be started, without a verdict (why, as a phrase).
         case analyzerExited(String)
         /// sd_notify: `X_SWITCHBACK_FAILURES=N`, the app's cumulative failure count.
@@ -408,8 +408,8 @@ struct SupervisorMachine {
             return []
         case .analysisMeasured(let check, let phase, let sentence):
             return analysisMeasured(check: check, phase: phase, sentence: sentence, now: now)
-        case .analysisVerdict(let state, let sentence):
-            return analysisVerdict(state, sentence: sentence, now: now)
+        case .analysisVerdict(let verdict):
+            return analysisVerdict(verdict, now: now)
         case .analyzerExited(let why):
             return analyzerGone(why, now: now)
         case .appFailures(let pid, let count):
