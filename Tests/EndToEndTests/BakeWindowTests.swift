@@ -37,8 +37,8 @@ import Glibc
 
         /// Starts the supervisor (`serve --http` on the port) and waits until something answers.
         @discardableResult
-        func start() throws -> SupervisedLauncher {
-            let app = try SupervisedLauncher(t, ["serve", "--http", "127.0.0.1:\(port)"])
+        func start(environment: [String: String] = [:]) throws -> SupervisedLauncher {
+            let app = try SupervisedLauncher(t, ["serve", "--http", "127.0.0.1:\(port)"], environment: environment)
             self.app = app
             let port = port
             guard waitUntil(seconds: 60, { HTTPPoller.request(port: port, path: "/metrics", timeout: .seconds(2)).isOK }) else {
@@ -132,6 +132,74 @@ import Glibc
         #expect(rollback.to == "previous" && rollback.source == "auto", "\(history)")
         #expect(rollback.reason == reason, "\(rollback)")
         #expect(try t.health("current").verdict == "bad")
+    }
+
+    // MARK: - What a failed check does: a dry run, a hold
+
+    /// The same release with `analysis.dry_run=true`: the window ends at the same verdict,
+    /// recorded as what it would have done, and nothing is done: it keeps serving, marked
+    /// good with a note, and the history, status, journald and the metrics say "would have
+    /// rolled back" with the measurement.
+    @Test func aDryRunKeepsTheReleaseAnswering500sAndSaysItWouldHaveRolledBack() throws {
+        let install = try Install(window: 10, Self.httpCheck(["analysis.dry_run": "true"]), misbehave: Self.thirtyPercent)
+        let t = install.t
+        try FileManager.default.createDirectory(atPath: t.directory + "/metrics", withIntermediateDirectories: true)
+        try t.setManifestSetting("metrics.textfile_dir", t.directory + "/metrics")
+        let journal = try JournalListener(directory: t.directory)
+        try install.start(environment: journal.environment)
+        let record = try #require(install.ended(.current, upTo: 40), "\(install.stderr)")
+        #expect(record.state == .wouldRollBack, "\(record)")
+        let sentence = try #require(record.result)
+        #expect(sentence.contains(/^would have rolled back: http: \d+(\.\d+)?% of \d+ probes failed \(limit 5%\) over \d+ s$/), "\(sentence)")
+
+        #expect(waitUntil(seconds: 10) { install.servingVersion == t.currentVersion }, "it keeps serving: \(install.stderr)")
+        let history = try t.history()
+        #expect(!history.contains { $0.kind == "switch" || $0.kind == "probation_failed" }, "nothing was done: \(history)")
+        let event = try #require(history.first { $0.kind == "probation_would_roll_back" }, "\(history)")
+        #expect(event.reason == "the current build (\(t.currentVersion)) ended its 10 s bake window, a dry run: \(sentence)")
+        let health = try t.health("current")
+        #expect(health.verdict == "good" && health.note == "ended its 10 s bake window, a dry run that \(sentence)", "\(health)")
+
+        let status = try t.rollbackctl("status").stdout
+        #expect(status.contains("Probation: the current build (\(t.currentVersion)) ended its 10 s window, a dry run (started "), "\(status)")
+        #expect(status.contains("): \(sentence). Nothing was done.\n"), "\(status)")
+        #expect(try t.status().probation?.state == "would_roll_back")
+        let metrics = try SupervisorProbationTests.metrics(t)
+        #expect(metrics.contains("state=\"would_roll_back\",version=\"\(t.currentVersion)\"} 1\n"), "\(metrics)")
+        #expect(metrics.contains(",result=\"would_roll_back\"} 1\n"), "\(metrics)")
+        let entries = journal.receive(count: 1, within: 5).filter { $0["SWITCHBACK_EVENT"] == "probation_would_roll_back" }
+        #expect(entries.first?["MESSAGE"] == "The current build (\(t.currentVersion)) ended its 10 s bake window, a dry run: \(sentence)", "\(entries)")
+        #expect(entries.first?["MESSAGE_ID"] == "e7a3c5d1f9b24086a4c2e6b8d0f17a35" && entries.first?["PRIORITY"] == "4", "\(entries)")
+    }
+
+    /// The same release with its check set to hold (`on_failure=hold`): the window ends held,
+    /// the build keeps serving, and the operator's promote keeps it or abort rolls it back.
+    @Test(arguments: ["promote", "abort"])
+    func aCheckThatHoldsKeepsTheReleaseUntilTheOperatorEndsIt(command: String) throws {
+        let install = try Install(window: 10, Self.httpCheck(["analysis.check.http.on_failure": "hold"]), misbehave: Self.thirtyPercent)
+        let t = install.t
+        try install.start()
+        let record = try #require(install.ended(.current, upTo: 40), "\(install.stderr)")
+        #expect(record.state == .held, "\(record)")
+        #expect(record.result?.contains(/^http: \d+(\.\d+)?% of \d+ probes failed \(limit 5%\) over \d+ s \(on_failure=hold\)$/) == true, "\(record)")
+        #expect(waitUntil(seconds: 10) { install.servingVersion == t.currentVersion }, "held, it serves: \(install.stderr)")
+        let held = try #require(try t.history().first { $0.kind == "probation_held" })
+        #expect(held.reason == "the current build (\(t.currentVersion)) is held by its 10 s bake window: \(record.result ?? "")")
+        #expect(try !t.history().contains { $0.kind == "switch" })
+        let status = try t.rollbackctl("status").stdout
+        #expect(status.contains("Probation: the current build (\(t.currentVersion)) is held by its 10 s window: \(record.result ?? ""). It stays; run rollbackctl promote to keep it or rollbackctl abort to roll it back."), "\(status)")
+
+        let result = try t.rollbackctl(command)
+        #expect(result.status == 0, "\(result) \(install.stderr)")
+        if command == "promote" {
+            #expect(install.probation?.state == .promoted)
+            #expect(try t.health("current").verdict == "good")
+            #expect(install.servingVersion == t.currentVersion)
+        } else {
+            #expect(waitUntil(seconds: 30) { install.servingVersion == t.previousVersion }, "\(install.stderr)")
+            #expect(try t.health("current").verdict == "bad")
+            #expect(try t.history().contains { $0.kind == "probation_aborted" && $0.source == "cli" })
+        }
     }
 
     // MARK: - A release whose latency doubles

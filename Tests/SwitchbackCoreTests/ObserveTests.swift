@@ -60,6 +60,17 @@ struct ObserveTests {
         #expect(ids.allSatisfy { $0.count == 32 && $0.allSatisfy { "0123456789abcdef".contains($0) } })
     }
 
+    /// docs/monitoring.md's table names every kind with its id and priority, as journald gets them.
+    @Test func theMonitoringPageListsEveryJournalKind() throws {
+        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("docs/monitoring.md")
+        let text = try String(contentsOf: page, encoding: .utf8)
+        for kind in JournalEntry.Kind.allCases where kind != .other {
+            #expect(text.contains("| `\(kind.rawValue)` | `\(kind.messageID)` | \(kind.priority) |"), "\(kind.rawValue) is not in docs/monitoring.md's table")
+        }
+        #expect(text.contains("| (any newer kind) | `\(JournalEntry.Kind.other.messageID)` | \(JournalEntry.Kind.other.priority) |"))
+    }
+
     @Test func countsFollowTheHistory() {
         let events = [
             SwitchHistoryEvent(time: 1, kind: .switch, from: .current, to: .previous, source: .remote, reason: nil),
