@@ -80,7 +80,7 @@ let package = Package(
         // Only rollbackctl-remote links it: the launcher runs it as a separate process.
         .target(name: "SwitchbackAnalysis", dependencies: ["SwitchbackCore", "SwitchbackRemote", "CSwitchbackHTTP"]),
         // `rollbackctl sync|keygen|sign`: rollbackctl executes this program for them.
-        .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote", "SwitchbackAnalysis"]),
+        .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote", "SwitchbackAnalysis", "SwitchbackCrypto", "CSwitchbackHTTP"]),
         .executableTarget(name: "rollbackctl-remote", dependencies: ["RemoteCtlKit"]),
         // The sample app: a user of the SDK like any other app.
         .target(name: "AppCore", dependencies: ["Switchback"]),

@@ -5,6 +5,7 @@
 #include <openssl/pem.h>
 #include <openssl/err.h>
 #include <openssl/bio.h>
+#include <openssl/hmac.h>
 
 /// `BIO_get_mem_data` is a macro; Swift cannot call it directly.
 static inline long switchback_BIO_get_mem_data(BIO *bio, char **data) {

@@ -21,7 +21,7 @@ enum {
     OPT_FOLLOWLOCATION = 52, OPT_HEADERFUNCTION = 20079, OPT_HTTPGET = 80, OPT_NOSIGNAL = 99,
     OPT_TIMEOUT_MS = 155, OPT_CONNECTTIMEOUT_MS = 156, OPT_HTTP_CONTENT_DECODING = 158,
     OPT_PROTOCOLS = 181, OPT_REDIR_PROTOCOLS = 182, OPT_XFERINFODATA = 10057,
-    OPT_XFERINFOFUNCTION = 20219, OPT_NOPROXY = 10177,
+    OPT_XFERINFOFUNCTION = 20219, OPT_NOPROXY = 10177, OPT_POSTFIELDS = 10015, OPT_POSTFIELDSIZE = 60,
 };
 enum { INFO_RESPONSE_CODE = 0x200000 + 2, INFO_REDIRECT_URL = 0x100000 + 31 };
 enum { PROTO_HTTP = 1, PROTO_HTTPS = 2, GLOBAL_DEFAULT = 3, CURLE_WRITE_ERROR = 23 };
@@ -185,7 +185,12 @@ void switchback_http_get(switchback_http_exchange *x) {
     long timeout = x->timeout_ms > 0 ? x->timeout_ms : 1;
 
     curl.easy_setopt(handle, OPT_URL, x->url);
-    curl.easy_setopt(handle, OPT_HTTPGET, 1L);
+    if (x->post_body != NULL) {
+        curl.easy_setopt(handle, OPT_POSTFIELDSIZE, x->post_length);
+        curl.easy_setopt(handle, OPT_POSTFIELDS, (const char *)x->post_body);
+    } else {
+        curl.easy_setopt(handle, OPT_HTTPGET, 1L);
+    }
     curl.easy_setopt(handle, OPT_NOSIGNAL, 1L);
     curl.easy_setopt(handle, OPT_FOLLOWLOCATION, 0L);
     curl.easy_setopt(handle, OPT_PROTOCOLS, (long)(PROTO_HTTP | PROTO_HTTPS));

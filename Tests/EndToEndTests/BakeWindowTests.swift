@@ -161,6 +161,7 @@ import Glibc
         #expect(health.verdict == "good" && health.note == "ended its 10 s bake window, a dry run that \(sentence)", "\(health)")
 
         let status = try t.rollbackctl("status").stdout
+        print("a dry run's window, as status shows it:\n\(status)")
         #expect(status.contains("Probation: the current build (\(t.currentVersion)) ended its 10 s window, a dry run (started "), "\(status)")
         #expect(status.contains("): \(sentence). Nothing was done.\n"), "\(status)")
         #expect(try t.status().probation?.state == "would_roll_back")
@@ -168,7 +169,7 @@ import Glibc
         #expect(metrics.contains("state=\"would_roll_back\",version=\"\(t.currentVersion)\"} 1\n"), "\(metrics)")
         #expect(metrics.contains(",result=\"would_roll_back\"} 1\n"), "\(metrics)")
         let entries = journal.receive(count: 1, within: 5).filter { $0["SWITCHBACK_EVENT"] == "probation_would_roll_back" }
-        #expect(entries.first?["MESSAGE"] == "The current build (\(t.currentVersion)) ended its 10 s bake window, a dry run: \(sentence)", "\(entries)")
+        #expect(entries.first?["MESSAGE"] == "The current build (\(t.currentVersion)) ended its 10 s bake window, a dry run: \(sentence).", "\(entries)")
         #expect(entries.first?["MESSAGE_ID"] == "e7a3c5d1f9b24086a4c2e6b8d0f17a35" && entries.first?["PRIORITY"] == "4", "\(entries)")
     }
 
@@ -194,7 +195,7 @@ import Glibc
         if command == "promote" {
             #expect(install.probation?.state == .promoted)
             #expect(try t.health("current").verdict == "good")
-            #expect(install.servingVersion == t.currentVersion)
+            #expect(waitUntil(seconds: 10) { install.servingVersion == t.currentVersion }, "it keeps serving")
         } else {
             #expect(waitUntil(seconds: 30) { install.servingVersion == t.previousVersion }, "\(install.stderr)")
             #expect(try t.health("current").verdict == "bad")

@@ -49,6 +49,10 @@ typedef struct switchback_http_exchange {
     volatile int *cancel;
     /// CURLOPT_NOPROXY when not NULL: "*" goes direct whatever http_proxy says.
     const char *no_proxy;
+    /// When not NULL, the request is a POST of these `post_length` bytes (a hook's event);
+    /// else a GET.
+    const unsigned char *post_body;
+    long post_length;
 
     /* Out */
     /// libcurl's CURLcode (0 on success), or -1 when libcurl could not be loaded.
@@ -76,7 +80,7 @@ typedef struct switchback_http_exchange {
     size_t header_bytes;
 } switchback_http_exchange;
 
-/// Performs one GET as described above; fills the out fields. Blocking; thread-safe (each
+/// Performs one GET (or a POST of `post_body`) as described above; fills the out fields. Blocking; thread-safe (each
 /// call uses its own easy handle). Always returns; never follows a redirect.
 void switchback_http_get(switchback_http_exchange *exchange);
 

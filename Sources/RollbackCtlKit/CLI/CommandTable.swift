@@ -16,9 +16,9 @@ package enum CommandTable {
     package static let all: [CommandConfiguration] = local.map { $0.configuration } + remote
 
     /// Commands rollbackctl-remote runs for another program, not for people: `analyze`, the
-    /// supervisor's analyzer (docs/analysis.md). Not in `all`, so the tool's help does
+    /// supervisor's analyzer (docs/analysis.md), and `deliver-hooks` (docs/hooks.md). Not in `all`, so the tool's help does
     /// not list them; each still has its own `--help`.
-    package static let internalRemote: [CommandConfiguration] = [.analyze]
+    package static let internalRemote: [CommandConfiguration] = [.analyze, .deliverHooks]
 
     package static func configuration(named name: String) -> CommandConfiguration? {
         all.first { $0.name == name } ?? internalRemote.first { $0.name == name }

@@ -8,7 +8,8 @@ extension CommandConfiguration {
             Run the bundle's analysis (the manifest's analysis.* settings, overridden by
             DIR/analysis.override) for the build on probation until --ends-at, and print one
             line per event on standard output: 'measurement NAME PHASE SENTENCE' and, last,
-            'verdict successful|failed|inconclusive SENTENCE'. Reads 'app-failures N' and
+            'verdict WORD SENTENCE' (passed, failed, held, inconclusive,
+            would_roll_back or would_hold). Reads 'app-failures N' and
             'app-bad REASON' lines on standard input; exits at once when it closes. The
             supervisor runs this command; it is not meant to be run by hand.
             """,

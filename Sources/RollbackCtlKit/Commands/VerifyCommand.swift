@@ -35,6 +35,10 @@ struct VerifyCommand: Command {
             console.out("analysis: FAILED: \(error.message)")
             failures.append("the analysis settings")
         }
+        do { _ = try HookSettings.parse(HookSettings.settings(in: workspace.manifest.settings)) } catch {
+            console.out("hooks: FAILED: \(error.message)")
+            failures.append("the hook settings")
+        }
         if !failures.isEmpty {
             throw .failure("\(failures.joined(separator: " and ")) failed verification; rebuild the bundle with scripts/bundle.")
         }

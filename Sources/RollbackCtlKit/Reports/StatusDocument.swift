@@ -39,13 +39,15 @@ package struct StatusDocument: Codable, Equatable, Sendable {
     package var data: DataStatus
     /// The last probation (bake window) the supervisor recorded; nil when there is none.
     package var probation: Probation? = nil
+    /// The hooks' deliveries (docs/hooks.md); nil when the manifest configures none.
+    package var hooks: Hooks? = nil
 
     enum CodingKeys: String, CodingKey {
         case appID = "app_id", activeSlot = "active_slot", refusal, reasonCode = "reason_code", rollback, source, reason, changedAt = "changed_at"
         case explanation, warning, writeProblem = "write_problem", pendingSwitch = "pending_switch"
         case firstRelease = "first_release", fromBuild = "from_build", toBuild = "to_build"
         case stateProblem = "state_problem", stateTrust = "state_trust", slots, stateDirectory = "state_directory"
-        case supervisor, bundle, remote, data, probation
+        case supervisor, bundle, remote, data, probation, hooks
     }
 
     /// A build the flag's last change switched from or to.
@@ -196,7 +198,8 @@ package struct StatusDocument: Codable, Equatable, Sendable {
         package var slot: String
         package var version: String
         package var build: String
-        /// "baking", "passed", "failed", "inconclusive", "promoted" or "aborted".
+        /// A `ProbationRecord.State`: "baking", "passed", "failed", "held", "inconclusive",
+        /// "promoted", "aborted", "would_roll_back" or "would_hold".
         package var state: String
         package var startedAt: String
         package var endsAt: String
@@ -215,6 +218,28 @@ package struct StatusDocument: Codable, Equatable, Sendable {
         enum CodingKeys: String, CodingKey {
             case slot, version, build, state, startedAt = "started_at", endsAt = "ends_at", windowSeconds = "window_s"
             case secondsLeft = "seconds_left", result, supervised, checks, problem
+        }
+    }
+
+    /// The hooks: where events go, and what the deliverer did (`HookStatus`, `HookQueue`).
+    package struct Hooks: Codable, Equatable, Sendable {
+        package var command: String?
+        package var url: String?
+        package var delivered: Int
+        package var failed: Int
+        /// Events waiting in the queue.
+        package var queued: Int
+        /// Events not queued because the queue was full.
+        package var dropped: Int
+        package var lastFailure: String?
+        package var lastFailureAt: String?
+        package var lastDeliveredAt: String?
+        /// Why the hooks.* settings do not read, else nil.
+        package var problem: String?
+
+        enum CodingKeys: String, CodingKey {
+            case command, url, delivered, failed, queued, dropped, lastFailure = "last_failure", lastFailureAt = "last_failure_at"
+            case lastDeliveredAt = "last_delivered_at", problem
         }
     }
 

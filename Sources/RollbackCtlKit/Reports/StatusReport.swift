@@ -56,6 +56,8 @@ struct StatusReport {
     var probation: ProbationRecord?
     /// Why the probation record was ignored (damaged).
     var probationProblem: String?
+    /// The hooks, when the manifest configures them.
+    var hooks: StatusDocument.Hooks?
 
     /// Why a start could not record its try now: a read-only file system or no free space.
     /// Wraps `statvfs(3)` and `access(2)`; a directory that does not exist yet is fine.
@@ -138,6 +140,41 @@ struct StatusReport {
         lastArchive = (try? workspace.history.read().events)?.last { $0.kind == .restore || $0.kind == .archive }
         previousVersion = workspace.manifest.previous.version
         do { probation = try ProbationRecord.load(in: workspace.directory) } catch { probationProblem = error.message }
+        hooks = Self.hooks(workspace)
+    }
+
+    /// The hooks' part of the report: their targets, and what the deliverer recorded.
+    static func hooks(_ workspace: Workspace) -> StatusDocument.Hooks? {
+        let settings = HookSettings.settings(in: workspace.manifest.settings)
+        guard settings.values.contains(where: { !$0.isEmpty }) else { return nil }
+        let queue = HookQueue(directory: workspace.directory)
+        let status = HookStatus.load(in: workspace.directory)
+        var document = StatusDocument.Hooks(
+            command: nil, url: nil, delivered: status.delivered, failed: status.failed, queued: queue.pending().count,
+            dropped: queue.dropped, lastFailure: status.lastFailure, lastFailureAt: status.lastFailureAt.map(formatRFC3339),
+            lastDeliveredAt: status.lastDeliveredAt.map(formatRFC3339), problem: nil)
+        do {
+            let parsed = try HookSettings.parse(settings)
+            document.command = parsed?.command
+            document.url = parsed?.url
+        } catch {
+            document.problem = error.message
+        }
+        return document
+    }
+
+    /// "Hooks: ..." lines: where events go, the counts, the last failure.
+    var hookLines: [String] {
+        guard let hooks else { return [] }
+        if let problem = hooks.problem { return ["Hooks: not delivered: \(problem)"] }
+        let targets = [hooks.command.map { "command \($0)" }, hooks.url.map { "webhook \($0)" }].compactMap { $0 }.joined(separator: " and ")
+        var line = "Hooks: \(targets): \(hooks.delivered) delivered, \(hooks.failed) failed, \(hooks.queued) queued"
+        if hooks.dropped > 0 { line += ", \(hooks.dropped) dropped (the queue was full)" }
+        var lines = [line + "."]
+        if let failure = hooks.lastFailure {
+            lines.append("Hooks: last failure (\(hooks.lastFailureAt ?? "at an unknown time")): \(failure).")
+        }
+        return lines
     }
 
     /// The data lines: its reader floor, whether a rollback is data-safe now, the last archive.
@@ -246,6 +283,7 @@ struct StatusReport {
             }
         }
         lines.append(contentsOf: probationLines)
+        lines.append(contentsOf: hookLines)
         lines.append("State directory: \(stateDirectory)")
         if let untrustedBecause { lines.append("State: not trusted. \(untrustedBecause)") }
         return lines.joined(separator: "\n")
@@ -304,7 +342,8 @@ struct StatusReport {
             bundle: bundleRoot,
             remote: remoteDocument,
             data: dataDocument,
-            probation: probationDocument)
+            probation: probationDocument,
+            hooks: hooks)
     }
 
     /// A stop-first switch as `--json` shows it.

@@ -107,6 +107,15 @@ public struct BundleOptions: Sendable {
         Option(name: "--analysis", argument: "FILE", help: "the bake window's checks: a file of analysis.* settings (docs/analysis.md)") { (options, value) throws(BundlerError) in
             options.settings += try analysisSettings(file: value)
         },
+        Option(name: "--hook-command", argument: "PATH", help: "run PATH with each history event as JSON on its stdin (docs/hooks.md)") { options, value in
+            options.settings.append(("hooks.command", value))
+        },
+        Option(name: "--hook-url", argument: "URL", help: "POST each history event to URL, signed with --hook-secret-file's key (docs/hooks.md)") { options, value in
+            options.settings.append(("hooks.url", value))
+        },
+        Option(name: "--hook-secret-file", argument: "PATH", help: "the file on the host holding the webhook's HMAC-SHA256 key") { options, value in
+            options.settings.append(("hooks.secret_file", value))
+        },
         Option(name: "--keep-debug-info", help: "ship the slots unstripped") { options, _ in options.keepDebugInfo = true },
     ] + superviseSettings.map { setting in
         Option(name: "--supervise-" + setting, argument: "N", help: "supervise mode's \(setting.replacingOccurrences(of: "-", with: " ")) (docs/supervise.md)") { (options, value) throws(BundlerError) in
@@ -147,6 +156,9 @@ public struct BundleOptions: Sendable {
             kept.append((key, value))
         }
         settings = kept.reversed()
+        var hooks: [String: String] = [:]
+        for (key, value) in settings where key.hasPrefix("hooks.") { hooks[key] = value }
+        do { _ = try HookSettings.parse(hooks) } catch { throw BundlerError(.usage, error.message) }
         guard settings.contains(where: { $0.0.hasPrefix("analysis.") }) else { return }
         var values: [String: String] = [:]
         for (key, value) in settings where key.hasPrefix("analysis.") { values[key] = value }

@@ -64,7 +64,7 @@ public struct PendingSteps {
     }
 
     /// This process's environment, `NAME=value` each.
-    static func processEnvironment() -> [String] {
+    package static func processEnvironment() -> [String] {
         var result: [String] = []
         var index = 0
         while let entry = environ[index] {

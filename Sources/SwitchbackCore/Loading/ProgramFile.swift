@@ -38,9 +38,13 @@ public final class ProgramFile: Sendable {
     /// `.insecurePermissions` when another user could have changed it or a directory or link
     /// on the way, and `.programNotRunnable` when it is not a regular, executable ELF file;
     /// each with one sentence naming the file, what was found and what to do.
-    public static func open(_ path: String, what: String) throws(SwitchbackError) -> ProgramFile {
+    /// `allowingScripts`: an operator's program (a hook's command), which may be a script:
+    /// every check but the ELF magic; it is then run by its path, not its descriptor.
+    /// `remedy` ends each sentence.
+    public static func open(_ path: String, what: String, allowingScripts: Bool = false,
+                            remedy: String = "rebuild the bundle with scripts/bundle") throws(SwitchbackError) -> ProgramFile {
         func missing() -> SwitchbackError {
-            SwitchbackError(.fileNotFound, "The \(what) \(path) is missing; rebuild the bundle with scripts/bundle.", path: path)
+            SwitchbackError(.fileNotFound, "The \(what) \(path) is missing; \(remedy).", path: path)
         }
         guard let resolved = try StrictModes.resolve(path, what: what),
               let fd = try StrictModes.openNoFollow(resolved, what: what, flags: O_RDONLY | O_NONBLOCK) else { throw missing() }
@@ -48,11 +52,12 @@ public final class ProgramFile: Sendable {
         var info = stat()
         if fstat(fd, &info) != 0 { throw .system("Inspecting", path: resolved, errno: errno) }
         func notRunnable(_ found: String) -> SwitchbackError {
-            SwitchbackError(.programNotRunnable, "The \(what) \(resolved) \(found); refusing to run it: rebuild the bundle with scripts/bundle.", path: resolved)
+            SwitchbackError(.programNotRunnable, "The \(what) \(resolved) \(found); refusing to run it: \(remedy).", path: resolved)
         }
         guard FileMode.type(info) == FileMode.regular else { throw notRunnable("is not a regular file") }
         try StrictModes.checkOwnerAndMode(info, path: resolved, what: what)
         guard info.st_mode & 0o111 != 0 else { throw notRunnable("is not executable (mode \(String(info.st_mode & 0o7777, radix: 8)))") }
+        if allowingScripts { return file }
         var magic = [UInt8](repeating: 0, count: 4)
         let (count, _) = magic.withUnsafeMutableBytes { buffer in retryingInterrupts { pread(fd, buffer.baseAddress, 4, 0) } }
         guard count == 4 && magic == [0x7F, 0x45, 0x4C, 0x46] else { throw notRunnable("is not an ELF executable") }

@@ -33,8 +33,22 @@ public enum Observer {
             counts = EventCounts(events: (try? HistoryLog(path: historyPath).read().events) ?? [event])
         }
         try? counts.save(to: directory)
-        journalEntry(for: event, manifest: manifest, directory: directory, install: try? RemoteStore(directory: directory).installID()).send()
+        let install = try? RemoteStore(directory: directory).installID()
+        let id = HookEvent.newID()
+        journalEntry(for: event, manifest: manifest, directory: directory, install: install, eventID: id).send()
         refreshMetrics(in: directory, manifest: manifest)
+        if HookSettings.areConfigured(manifest.settings), let root = Launcher.bundleRoot() {
+            let hooked = HookEvent(id: id, event: event, appID: manifest.appID, install: install ?? "",
+                                   version: manifest[event.to].version, host: HookEvent.hostName())
+            if let problem = HookQueue(directory: directory).enqueue(hooked) ?? HookDeliverer.start(bundleRoot: root, directory: directory) {
+                hookWarning(problem)
+            }
+        }
+    }
+
+    /// Says once per process that a hook event was not queued or its deliverer not started.
+    private static func hookWarning(_ problem: String) {
+        _ = warnOnce("Warning: the hooks were not told of this event: \(problem.hasSuffix(".") ? String(problem.dropLast()) : problem). The switch itself is done.")
     }
 
     /// After a sync recorded its outcome: a refused or unapplied directive's journal entry,
@@ -48,7 +62,7 @@ public enum Observer {
     /// The journal entry of a history event.
     /// `install` is the install id (`SWITCHBACK_INSTALL`), the metrics' `install` label.
     public static func journalEntry(for event: SwitchHistoryEvent, manifest: Manifest, directory: StateDirectory,
-                                    install: String? = nil) -> JournalEntry {
+                                    install: String? = nil, eventID: String? = nil) -> JournalEntry {
         let reason = event.reason ?? "no reason given"
         let version = manifest[event.to].version
         let kind: JournalEntry.Kind
@@ -81,6 +95,8 @@ public enum Observer {
         ]
         if event.source == .remote, let serial = directiveSerial(in: reason) { fields.append(("SWITCHBACK_SERIAL", String(serial))) }
         if let install { fields.append(("SWITCHBACK_INSTALL", install)) }
+        // The id a hook's payload carries too (`HookEvent`): the two join on it.
+        if let eventID { fields.append(("SWITCHBACK_EVENT_ID", eventID)) }
         fields.append(("SWITCHBACK_STATE_DIR", directory.path))
         return JournalEntry(kind: kind, message: message.hasSuffix(".") ? message : message + ".", fields: fields)
     }

@@ -436,7 +436,7 @@ public final class Supervisor {
 }
 
 /// Seconds on the monotonic clock.
-func monotonicNow() -> Double {
+package func monotonicNow() -> Double {
     var now = timespec()
     clock_gettime(CLOCK_MONOTONIC, &now)
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9

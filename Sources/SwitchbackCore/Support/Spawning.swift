@@ -3,7 +3,7 @@ import Glibc
 #endif
 
 /// Calls `body` with a NULL-terminated array of C strings (an argv or an envp).
-func withCStrings<T>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> T) -> T {
+package func withCStrings<T>(_ strings: [String], _ body: (UnsafePointer<UnsafeMutablePointer<CChar>?>) -> T) -> T {
     let pointers: [UnsafeMutablePointer<CChar>?] = strings.map { strdup($0) } + [nil]
     defer { pointers.forEach { free($0) } }
     return pointers.withUnsafeBufferPointer { body($0.baseAddress!) }

@@ -235,7 +235,7 @@ public enum StrictModes {
 
     /// Opens `path` read-only without following a link as its last component
     /// (`O_NOFOLLOW`); a link is refused with a sentence. Nil when it does not exist.
-    static func openNoFollow(_ path: String, what: String, flags: Int32 = O_RDONLY, mode: mode_t = 0) throws(SwitchbackError) -> Int32? {
+    package static func openNoFollow(_ path: String, what: String, flags: Int32 = O_RDONLY, mode: mode_t = 0) throws(SwitchbackError) -> Int32? {
         let (fd, openError) = retryingInterrupts { open(path, flags | O_CLOEXEC | O_NOFOLLOW, mode) }
         if fd >= 0 { return fd }
         if openError == ENOENT || openError == ENOTDIR { return nil }

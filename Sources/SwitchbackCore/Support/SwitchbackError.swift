@@ -63,7 +63,7 @@ public struct SwitchbackError: Error, CustomStringConvertible, Equatable, Sendab
     public var clause: String { message.hasSuffix(".") ? String(message.dropLast()) : message }
 
     /// An error for a failed system call on `path`, with `strerror(errno)` in the sentence.
-    static func system(_ call: String, path: String, errno: Int32) -> SwitchbackError {
+    package static func system(_ call: String, path: String, errno: Int32) -> SwitchbackError {
         let code: Code
         switch errno {
         case ENOENT: code = .fileNotFound
@@ -75,6 +75,6 @@ public struct SwitchbackError: Error, CustomStringConvertible, Equatable, Sendab
 }
 
 /// `strerror(3)` as a Swift string.
-func errorString(_ number: Int32) -> String {
+package func errorString(_ number: Int32) -> String {
     String(cString: strerror(number))
 }
