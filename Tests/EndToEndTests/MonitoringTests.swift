@@ -150,7 +150,12 @@ import Glibc
         #expect(back.status == 0, "\(back)")
         let entries = journal.receive(count: 2, within: 3)
         try #require(entries.count == 1, "one entry per switch: \(entries)")
-        #expect(entries[0] == [
+        // The event's id (a hook's payload carries the same: docs/hooks.md), 32 hex digits.
+        var entry = entries[0]
+        let removed = entry.removeValue(forKey: "SWITCHBACK_EVENT_ID")
+        let id = try #require(removed)
+        #expect(id.utf8.count == 32 && id.allSatisfy(\.isHexDigit), "\(id)")
+        #expect(entry == [
             "MESSAGE": "Rolled back to the previous slot (\(t.previousVersion)) by cli: notes corrupted.",
             "MESSAGE_ID": "b196af21f15b4019804d09196588d910",
             "PRIORITY": "5",

@@ -57,7 +57,8 @@ public struct HookQueue: Sendable {
     /// The queued events' file names, oldest first.
     public func pending() -> [String] {
         guard let queue = try? FileSystem.directory(queuePath, what: "hook queue directory") else { return [] }
-        return queue.names().filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") && !$0.contains(".tmp-") }.sorted()
+        // A file being written is NAME.tmp-PID: not yet an event.
+        return queue.names().filter { $0.hasSuffix(".json") && !$0.hasPrefix(".") }.sorted()
     }
 
     /// How many events were dropped so far.

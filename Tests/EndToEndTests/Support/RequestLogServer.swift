@@ -5,7 +5,9 @@ import Glibc
 
 /// A real HTTP server on 127.0.0.1 (python3's ThreadingHTTPServer) that answers every GET with
 /// one status and logs each request's arrival time: the fleet's view from the server side.
-/// Killed by `stop()` (SIGKILL, as LocalHTTPServer does).
+/// A POST (a hook's webhook) is logged whole, its headers and body, one JSON line per request
+/// in `posts.log`, and answered with the same status. Killed by `stop()` (SIGKILL, as
+/// LocalHTTPServer does).
 final class RequestLogServer {
     let port: Int
     let logPath: String
@@ -13,13 +15,22 @@ final class RequestLogServer {
     private let exited = DispatchSemaphore(value: 0)
 
     static let script = """
-    import http.server, sys, time, threading
+    import http.server, json, sys, time, threading
     status, log = int(sys.argv[1]), sys.argv[2]
+    posts = log.rsplit("/", 1)[0] + "/posts.log"
     lock = threading.Lock()
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
             with lock, open(log, "a") as f:
                 f.write("%.6f %s\\n" % (time.time(), self.path))
+            self.send_response(status)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+            with lock, open(posts, "a") as f:
+                f.write(json.dumps({"time": time.time(), "path": self.path, "body": body.decode("utf-8", "replace"),
+                                    "headers": {k.lower(): v for k, v in self.headers.items()}}) + "\\n")
             self.send_response(status)
             self.send_header("Content-Length", "0")
             self.end_headers()
@@ -69,6 +80,17 @@ final class RequestLogServer {
     func requestTimes() -> [Double] {
         let text = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
         return text.split(separator: "\n").compactMap { Double($0.split(separator: " ").first ?? "") }.sorted()
+    }
+
+    /// Every POST, in arrival order: its arrival time, path, body and headers (names in lower case).
+    func posts() -> [(time: Double, path: String, body: String, headers: [String: String])] {
+        let text = (try? String(contentsOfFile: (logPath as NSString).deletingLastPathComponent + "/posts.log", encoding: .utf8)) ?? ""
+        return text.split(separator: "\n").compactMap { line in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any],
+                  let time = object["time"] as? Double, let path = object["path"] as? String, let body = object["body"] as? String,
+                  let headers = object["headers"] as? [String: String] else { return nil }
+            return (time, path, body, headers)
+        }
     }
 
     func stop() {
