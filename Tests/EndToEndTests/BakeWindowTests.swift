@@ -173,6 +173,39 @@ import Glibc
         #expect(entries.first?["MESSAGE_ID"] == "e7a3c5d1f9b24086a4c2e6b8d0f17a35" && entries.first?["PRIORITY"] == "4", "\(entries)")
     }
 
+    /// The same release with hooks (docs/hooks.md): a command and a webhook to a real receiver
+    /// get every event of the automatic rollback, in the history's order, the webhook's signed.
+    @Test func theHooksGetEveryEventOfAnAutomaticRollbackInOrder() throws {
+        let install = try Install(window: 10, Self.httpCheck(), misbehave: Self.thirtyPercent)
+        let t = install.t
+        let receiver = try RequestLogServer(status: 200, directory: t.directory)
+        defer { receiver.stop() }
+        try "s3cret\n".write(toFile: t.directory + "/hook.key", atomically: true, encoding: .utf8)
+        chmod(t.directory + "/hook.key", 0o600)
+        try "#!/bin/sh\ncat >> '\(t.directory)/hook.out'\n".write(toFile: t.directory + "/hook.sh", atomically: true, encoding: .utf8)
+        chmod(t.directory + "/hook.sh", 0o755)
+        try t.setManifestSetting("hooks.command", t.directory + "/hook.sh")
+        try t.setManifestSetting("hooks.url", receiver.url("/events"))
+        try t.setManifestSetting("hooks.secret_file", t.directory + "/hook.key")
+        try install.start()
+        #expect(waitUntil(seconds: 60) { install.servingVersion == t.previousVersion }, "\(install.stderr)")
+        // The previous build, now serving, goes on probation in its turn: the last event.
+        #expect(waitUntil(seconds: 30) { receiver.posts().contains { $0.body.contains("\"kind\":\"probation_started\",") && $0.body.contains("\"to\":\"previous\"") } },
+                "\(receiver.posts().map(\.body))")
+        let kinds = receiver.posts().compactMap { post in
+            (try? JSONSerialization.jsonObject(with: Data(post.body.utf8)) as? [String: Any]).flatMap { "\($0["kind"] ?? "")>\($0["to"] ?? "")" }
+        }
+        let history = try t.history().map { "\($0.kind)>\($0.to)" }
+        #expect(kinds == history, "the webhook got every event of the history, in its order")
+        #expect(kinds.starts(with: ["probation_started>current", "probation_failed>current"]) && kinds.contains("switch>previous"), "\(kinds)")
+        for post in receiver.posts() {
+            let timestamp = post.headers["x-switchback-timestamp"] ?? ""
+            #expect(post.headers["x-switchback-signature"] == "sha256=" + (try HookDeliveryTests.openSSLSignature(key: "s3cret", message: timestamp + "." + post.body)))
+        }
+        let lines = (try String(contentsOfFile: t.directory + "/hook.out", encoding: .utf8)).split(separator: "\n").map { String($0) + "\n" }
+        #expect(lines == receiver.posts().map(\.body), "the command got the same events in the same order")
+    }
+
     /// The same release with its check set to hold (`on_failure=hold`): the window ends held,
     /// the build keeps serving, and the operator's promote keeps it or abort rolls it back.
     @Test(arguments: ["promote", "abort"])

@@ -34,6 +34,9 @@ public struct SwitchHistoryEvent: Sendable, Equatable {
         /// per episode, with the sentence `status` shows; `from` and `to` are the slot that
         /// runs next, which does not change.
         case remoteStale = "remote_stale"
+        /// A build went on probation: its bake window started (the reason says how long, and
+        /// until when); the analyzer runs.
+        case probationStarted = "probation_started"
         /// A build passed its bake window (`from` and `to` are its slot; the reason names the
         /// verdict's sentence); it is marked good again with a note.
         case probationPassed = "probation_passed"

@@ -95,8 +95,10 @@ extension SupervisorMachine {
         let record = ProbationRecord(slot: slot, version: configuration.version(slot), build: build,
                                      startedAt: nowMilliseconds, endsAt: nowMilliseconds + Int64(bakeWindowSeconds) * 1000)
         probation = .analyzing(record, overdueAt: overdue(record, now: now))
-        return actions + [.say("the \(slot.rawValue) build (\(record.version)) is on probation for \(bakeWindowSeconds) s."),
-                          .recordProbation(record), .startAnalyzer(record)]
+        let started = "the \(slot.rawValue) build (\(record.version)) is on probation for \(bakeWindowSeconds) s"
+        return actions + [.say(started + "."), .recordProbation(record),
+                          .recordHistory(.probationStarted, from: slot, to: slot, reason: started + " (until \(formatRFC3339(record.endsAt / 1000)))"),
+                          .startAnalyzer(record)]
     }
 
     private func overdue(_ record: ProbationRecord, now: Moment) -> Double {
