@@ -11,6 +11,6 @@ public enum RemoteCtl {
     /// A sync a launcher or a supervisor started dies with it (`ParentDeath`).
     public static func main(_ arguments: [String], console: Console = .standard) -> Int32 {
         ParentDeath.adopt()
-        return RollbackCtl.main(arguments, console: console, remote: [SyncCommand.self, KeygenCommand.self, SignEntry.self, RolloutCommand.self, AnalyzeCommand.self, DeliverHooksCommand.self])
+        return RollbackCtl.main(arguments, console: console, remote: [SyncCommand.self, KeygenCommand.self, SignEntry.self, RolloutCommand.self, RolloutStatusCommand.self, AnalyzeCommand.self, DeliverHooksCommand.self])
     }
 }

@@ -31,6 +31,9 @@ import Testing
 
         func readState() throws(CommandError) -> [UInt8]? { state }
         func readDirective() throws(CommandError) -> [UInt8]? { directive }
+        /// The last measurements file written during a pause.
+        var measurements: [UInt8]?
+        func writeMeasurements(_ bytes: [UInt8]) { measurements = bytes }
 
         func lockRun() throws(CommandError) -> String? {
             if let runHolder { return runHolder }
@@ -80,9 +83,9 @@ import Testing
             self.verdicts = verdicts
             self.clock = clock
         }
-        func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> AnalysisVerdict {
+        func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (RolloutJudgeReport) -> Void) -> AnalysisVerdict {
             judged.append(percent)
-            report("errors: measured for \(percent)%")
+            report(.measurement(Measurement(check: "errors", phase: .successful, detail: "measured for \(percent)%")))
             during?(percent)
             clock.sleep(until: deadline)
             return verdicts.isEmpty ? .passed("fine") : verdicts.removeFirst()
@@ -129,13 +132,35 @@ import Testing
         #expect(directive.decision == .runCurrent && directive.rolloutPercent == 100 && directive.appliesTo == ["1.3.0"])
         #expect(directive.expiresAt.timeIntervalSince(directive.issuedAt) == 3600)
         #expect(h.judge.judged == [5, 50, 100])
-        #expect(h.lines.out.contains("  errors: measured for 50%"))
+        #expect(h.lines.out.contains("  errors successful: measured for 50%"))
         #expect(h.lines.out.last == "The rollout of 1.3.0 is complete: its last directive (serial \(directive.serial)) was published for every install (100%); its last pause measured: passed: fine.")
         // The serials go up, one per publication, from the time in seconds.
         let serials = try RolloutState.parse(try #require(h.files.state), file: "s").records.keys.sorted().map {
             try! RolloutState.parse(h.files.state!, file: "s").records[$0]!.serial
         }
         #expect(serials.count == 3 && serials[0] >= 1_800_000_000 && serials == serials.sorted() && Set(serials).count == 3)
+    }
+
+    /// In the middle of a pause, what `rollout-status` reads says where the rollout is: the
+    /// step, the time left, the check's last measurement, the earlier steps' results.
+    @Test func aPauseLeavesWhatRolloutStatusShows() throws {
+        var h = Harness()
+        final class Seen: @unchecked Sendable { var lines: [[String]] = [] }
+        let seen = Seen()
+        let files = h.files, clock = h.clock
+        h.judge.during = { _ in
+            guard let bytes = files.state, let state = try? RolloutState.parse(bytes, file: "s") else { return }
+            let checks = files.measurements.flatMap(RolloutCheckFile.parse)
+            seen.lines.append(RolloutStatusCommand.lines(state, checks: checks, holder: 4242, now: clock.nowMilliseconds() + 10_000))
+        }
+        try h.run()
+        try #require(seen.lines.count == 3)
+        let second = seen.lines[1]
+        #expect(second[0].hasPrefix("Rollout of 1.3.0: step 2 of 3 (50%) (directive serial "), "\(second)")
+        #expect(second[0].hasSuffix(": 20 s left of its pause (until 08:01:00 UTC)."), "\(second)")
+        #expect(second[1] == "  errors: successful: errors: measured for 50% (08:00:30 UTC)", "\(second)")
+        #expect(second[2].hasPrefix("Step 1 of 3 (5%): serial 1800000000, published ") && second[2].hasSuffix(": passed: fine."), "\(second)")
+        #expect(second.last == "A rollout process (pid 4242) holds the state file.")
     }
 
     @Test func aFailedStepPublishesTheRollbackAndSaysWhatItMeasured() throws {

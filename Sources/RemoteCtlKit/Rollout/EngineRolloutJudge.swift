@@ -12,11 +12,9 @@ struct EngineRolloutJudge: RolloutJudge {
     /// `$version`, `$previous_version`.
     let variables: [String: String]
 
-    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> AnalysisVerdict {
+    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (RolloutJudgeReport) -> Void) -> AnalysisVerdict {
         let verdict = AnalysisRun(spec: spec, variables: variables).run(endingAt: deadline) { event in
-            if case .measurement(let measurement) = event {
-                report("\(measurement.check) \(measurement.phase): \(measurement.detail)")
-            }
+            if case .measurement(let measurement) = event { report(.measurement(measurement)) }
         }
         return verdict
     }

@@ -73,6 +73,7 @@ final class MemoryFiles: RolloutFiles, @unchecked Sendable {
     func writeState(_ bytes: [UInt8]) throws(CommandError) { state = bytes }
     func readDirective() throws(CommandError) -> [UInt8]? { directive }
     func writeDirective(_ bytes: [UInt8]) throws(CommandError) { directive = bytes }
+    func writeMeasurements(_ bytes: [UInt8]) {}
     /// The copy is this process's own: no other process can hold its locks.
     func lockRun() throws(CommandError) -> String? { nil }
     func unlockRun() {}
@@ -93,13 +94,13 @@ struct DryRunJudge: RolloutJudge {
     let plan: RolloutPlan
     let clock: FakeClock
 
-    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> AnalysisVerdict {
+    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (RolloutJudgeReport) -> Void) -> AnalysisVerdict {
         for check in plan.spec?.checks ?? [] {
             guard case .prometheus(let prometheus) = check.kind else { continue }
             var conditions: [String] = []
             if let success = prometheus.success { conditions.append("success when \(success.text)") }
             if let failure = prometheus.failure { conditions.append("failure when \(failure.text)") }
-            report("\(check.name): would query \(prometheus.address) every \(check.intervalMilliseconds / 1000) s: \(prometheus.query(substituting: plan.variableValues))\(conditions.isEmpty ? "" : "; " + conditions.joined(separator: ", "))")
+            report(.note("\(check.name): would query \(prometheus.address) every \(check.intervalMilliseconds / 1000) s: \(prometheus.query(substituting: plan.variableValues))\(conditions.isEmpty ? "" : "; " + conditions.joined(separator: ", "))"))
         }
         clock.sleep(until: deadline)
         return .passed("dry run: no query sent, assumed to pass")

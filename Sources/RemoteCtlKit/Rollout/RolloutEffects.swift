@@ -17,6 +17,9 @@ protocol RolloutFiles {
     /// Replaces the directive file atomically and durably: a web server serving it hands
     /// out the old file or the new one, never half of one.
     func writeDirective(_ bytes: [UInt8]) throws(CommandError)
+    /// Replaces the pause's last measurements (`STATE.checks`, `RolloutCheckFile`), best
+    /// effort: `rollout-status` shows them; the state file is not written during a pause.
+    func writeMeasurements(_ bytes: [UInt8])
     /// Takes the lock a running rollout holds for its whole life, without waiting: nil when
     /// taken, else who holds it ("pid 4242"). A second run refuses to start while it is held;
     /// `--abort` goes on beside it (under the publication lock only).
@@ -39,11 +42,25 @@ protocol RolloutClock {
     func sleep(until deadline: Int64)
 }
 
+/// What a judge tells while a pause runs: a check's measurement, or a line of its own.
+enum RolloutJudgeReport: Sendable, Equatable {
+    case measurement(Measurement)
+    case note(String)
+
+    /// The line the run prints.
+    var line: String {
+        switch self {
+        case .measurement(let measurement): return "\(measurement.check) \(measurement.phase): \(measurement.detail)"
+        case .note(let text): return text
+        }
+    }
+}
+
 /// Judges a step's pause: runs the plan's checks until `deadline` and returns the verdict.
 protocol RolloutJudge {
     /// Judges the pause after `step` (1-based) was published to `percent`% of installs; each
-    /// measurement is passed to `report` as one line as soon as it is made (from any thread).
-    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> AnalysisVerdict
+    /// measurement is passed to `report` as soon as it is made (from any thread, one at a time).
+    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (RolloutJudgeReport) -> Void) -> AnalysisVerdict
 }
 
 /// The real files: `--state FILE` and `--out FILE`, read strictly (`TrustedFile`: the state
@@ -79,6 +96,11 @@ struct RolloutDiskFiles: RolloutFiles {
     static let publicationWaitSeconds = 30
 
     var runLockPath: String { statePath + ".lock" }
+    var measurementsPath: String { statePath + ".checks" }
+
+    func writeMeasurements(_ bytes: [UInt8]) {
+        try? OutputFile.write(bytes, to: measurementsPath, mode: 0o600)
+    }
     var publicationLockPath: String { statePath + ".publish.lock" }
 
     func lockRun() throws(CommandError) -> String? {
@@ -184,7 +206,7 @@ struct SystemRolloutClock: RolloutClock {
 struct PauseOnlyJudge: RolloutJudge {
     let clock: any RolloutClock
 
-    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (String) -> Void) -> AnalysisVerdict {
+    func judge(step: Int, percent: Int, until deadline: Int64, report: @escaping @Sendable (RolloutJudgeReport) -> Void) -> AnalysisVerdict {
         let seconds = max(0, (deadline - clock.nowMilliseconds() + 500) / 1000)
         clock.sleep(until: deadline)
         return .passed("no checks configured (analysis.checks), paused \(seconds) s")

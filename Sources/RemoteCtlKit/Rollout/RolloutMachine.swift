@@ -192,6 +192,12 @@ struct RolloutMachine {
         return judged(verdict, now: now)
     }
 
+    /// The driver began the step's pause, ending at `endsAt` (Unix milliseconds): kept in the
+    /// state for `rollout-status`.
+    mutating func pauseStarted(endsAt: Int64) {
+        state.pauseEndsAt = endsAt
+    }
+
     /// The analysis of the step in hand ended with `verdict`.
     mutating func judged(_ verdict: AnalysisVerdict, now: Int64) -> Action {
         state.updatedAt = now

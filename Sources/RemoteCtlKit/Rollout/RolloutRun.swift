@@ -18,8 +18,8 @@ struct RolloutRun {
     let plan: RolloutPlan
     let appID: String
     let signer: DirectiveSigner
-    let files: any RolloutFiles
-    let clock: any RolloutClock
+    let files: any RolloutFiles & Sendable
+    let clock: any RolloutClock & Sendable
     let judge: any RolloutJudge
     /// How the directive file is named in the output (`--out`).
     let directiveName: String
@@ -53,6 +53,10 @@ struct RolloutRun {
         var action = machine.resume(onDisk: try onDisk(), abort: abort, now: nowSeconds)
         while true {
             flushNotes(&machine)
+            // A pause's end goes into the state written just below (`rollout-status` reads it).
+            if case .analyse(_, _, let seconds, _) = action {
+                machine.pauseStarted(endsAt: clock.nowMilliseconds() + Int64(seconds) * 1000)
+            }
             // Superseded: the state on disk is the other process's (or the one this run
             // last wrote, for a directive published by hand); it is not written again.
             if case .superseded = action {} else { try save(machine.state) }
@@ -60,13 +64,15 @@ struct RolloutRun {
             case .publish(let publication):
                 action = try publish(publication, machine: &machine, abort: abort)
             case .analyse(let step, let percent, let seconds, _):
-                let deadline = clock.nowMilliseconds() + Int64(seconds) * 1000
+                let deadline = machine.state.pauseEndsAt ?? clock.nowMilliseconds() + Int64(seconds) * 1000
                 say("\(machine.stepName.capitalizedFirst): pausing \(seconds) s while the analysis runs (until \(Self.clockTime(deadline))).")
-                let console = self.console
+                let console = self.console, clock = self.clock
+                let checks = RolloutCheckFile(step: step, files: files)
                 files.unlockPublication()
-                let verdict = judge.judge(step: step, percent: percent, until: deadline) { line in
-                    console.out("  " + line)
+                let verdict = judge.judge(step: step, percent: percent, until: deadline) { report in
+                    console.out("  " + report.line)
                     fflush(nil)
+                    if case .measurement(let measurement) = report { checks.record(measurement, at: clock.nowMilliseconds()) }
                 }
                 try files.lockPublication()
                 // Before anything more is published or said: what the files hold now.

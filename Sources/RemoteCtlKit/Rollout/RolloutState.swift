@@ -69,6 +69,8 @@ struct RolloutState: Sendable, Equatable {
     var result: String?
     /// Each step's directive, by 1-based step.
     var records: [Int: StepRecord] = [:]
+    /// When the pause in hand ends (Unix milliseconds), while the phase is `analysing`.
+    var pauseEndsAt: Int64?
     /// Set once a rollback is signed.
     var rollbackCause: RollbackCause?
     var rollbackPublishedAt: Int64?
@@ -109,6 +111,7 @@ struct RolloutState: Sendable, Equatable {
             text.append("step.\(index).published_at", String(record.publishedAt))
             if let result = record.result { text.append("step.\(index).result", result) }
         }
+        if let pauseEndsAt, phase == .analysing { text.append("pause.ends_at", String(pauseEndsAt)) }
         if let rollbackCause { text.append("rollback.cause", rollbackCause.rawValue) }
         if let rollbackPublishedAt { text.append("rollback.published_at", String(rollbackPublishedAt)) }
         return [UInt8]("# Progress of rollbackctl-remote rollout; do not edit.\n".utf8) + text.serialized()
@@ -144,6 +147,7 @@ struct RolloutState: Sendable, Equatable {
             state.rollbackCause = value
         }
         state.rollbackPublishedAt = text["rollback.published_at"].flatMap(Int64.init)
+        state.pauseEndsAt = text["pause.ends_at"].flatMap(Int64.init)
         return state
     }
 }

@@ -10,7 +10,7 @@ package enum CommandTable {
     ]
 
     /// The commands rollbackctl-remote runs.
-    package static let remote: [CommandConfiguration] = [.sync, .keygen, .sign, .rollout]
+    package static let remote: [CommandConfiguration] = [.sync, .keygen, .sign, .rollout, .rolloutStatus]
 
     /// Every configuration, local then remote.
     package static let all: [CommandConfiguration] = local.map { $0.configuration } + remote

@@ -46,4 +46,20 @@ extension CommandConfiguration {
             file over during a pause; 64 bad usage; 78 a bad plan.
             """)],
         isRemote: true)
+
+    package static let rolloutStatus = CommandConfiguration(
+        name: "rollout-status",
+        abstract: "Show a rollout in progress: its step, its pause, each check's last measurement.",
+        overview: """
+            Read a rollout's state file (and the measurements its pause keeps beside it,
+            FILE.checks) and say where it is: the step and its share of the fleet, the phase
+            (pausing with the time left, waiting for an operator, complete, rolled back), each
+            check's last measurement in the pause, each earlier step's result, and whether a
+            rollout process holds the file now. Reads only; works while the rollout runs.
+            """,
+        options: [
+            .init("--state", .value("FILE"), required: true, help: "The rollout's state file (rollout --state)."),
+        ],
+        sections: [("EXIT STATUS", "0 the state was shown; 1 there is no state file or it does not read; 64 bad usage.")],
+        isRemote: true)
 }
