@@ -168,7 +168,8 @@ import Glibc
         let metrics = try SupervisorProbationTests.metrics(t)
         #expect(metrics.contains("state=\"would_roll_back\",version=\"\(t.currentVersion)\"} 1\n"), "\(metrics)")
         #expect(metrics.contains(",result=\"would_roll_back\"} 1\n"), "\(metrics)")
-        let entries = journal.receive(count: 1, within: 5).filter { $0["SWITCHBACK_EVENT"] == "probation_would_roll_back" }
+        // Its probation_started came first.
+        let entries = journal.receive(count: 2, within: 10).filter { $0["SWITCHBACK_EVENT"] == "probation_would_roll_back" }
         #expect(entries.first?["MESSAGE"] == "The current build (\(t.currentVersion)) ended its 10 s bake window, a dry run: \(sentence).", "\(entries)")
         #expect(entries.first?["MESSAGE_ID"] == "e7a3c5d1f9b24086a4c2e6b8d0f17a35" && entries.first?["PRIORITY"] == "4", "\(entries)")
     }

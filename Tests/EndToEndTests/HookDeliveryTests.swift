@@ -113,7 +113,7 @@ import Glibc
         #expect(right.activeSlot == "previous", "the switch is done")
         // The command returned while the hook still hung: it never waited for it.
         if how == "hangs" { #expect(right.hooks?.failed == 0 && right.hooks?.delivered == 0, "\(String(describing: right.hooks))") }
-        #expect(waitUntil(seconds: 30) { (try? t.status().hooks?.failed) == 1 }, "\((try? t.rollbackctl("status").stdout) ?? "")")
+        #expect(waitUntil(seconds: 90) { (try? t.status().hooks?.failed) == 1 }, "\((try? t.rollbackctl("status").stdout) ?? "")")
         let hooks = try #require(try t.status().hooks)
         let tries = how == "fails" ? "2 tries" : "1 try"
         #expect(hooks.lastFailure?.hasPrefix("the switch event ") == true && hooks.lastFailure?.hasSuffix(" was not delivered after \(tries): \(expected)") == true,

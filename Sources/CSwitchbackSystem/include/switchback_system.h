@@ -44,7 +44,8 @@ static inline int switchback_signaled(int status) { return WIFSIGNALED(status); 
 static inline int switchback_term_signal(int status) { return WTERMSIG(status); }
 
 /// Starts the program open at `program` (a descriptor the caller checked) fully detached,
-/// without waiting for it: fork, `setsid(2)`, fork again, stdio to /dev/null, nice 10, an
+/// without waiting for it: fork, `setsid(2)`, fork again, stdio to /dev/null, `niceness` added
+/// with nice(2) (10 for a background check; 0 for the hooks' deliverer, whose events people wait for), an
 /// empty signal mask, `fexecve(3)` of that descriptor (so the file checked is the file run,
 /// whatever its name holds by then); the middle process exits at once
 /// and is reaped here, so the program is adopted by init (or the nearest subreaper) and never
@@ -54,7 +55,7 @@ static inline int switchback_term_signal(int status) { return WTERMSIG(status); 
 /// `setsid`, in the detached process, named `switchback-wait` meanwhile, with every descriptor
 /// above 2 but `program` closed): a background job that must not start at the same instant across a fleet
 /// (the remote check's splay, docs/remote.md "Scheduling").
-static inline int switchback_spawn_detached_after(long delay_ms, int program, char *const argv[], char *const envp[]) {
+static inline int switchback_spawn_detached_after(long delay_ms, int niceness, int program, char *const argv[], char *const envp[]) {
     pid_t middle = fork();
     if (middle < 0) return errno;
     if (middle == 0) {
@@ -81,7 +82,7 @@ static inline int switchback_spawn_detached_after(long delay_ms, int program, ch
         }
         // `ps -o comm`, top: what this process is while it waits (its arguments stay the caller's).
         (void)prctl(PR_SET_NAME, (unsigned long)"switchback-wait", 0, 0, 0);
-        (void)nice(10);
+        if (niceness != 0) (void)nice(niceness);
         sigset_t empty;
         sigemptyset(&empty);
         sigprocmask(SIG_SETMASK, &empty, NULL);

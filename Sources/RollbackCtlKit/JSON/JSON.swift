@@ -50,22 +50,6 @@ enum JSON: Equatable, Sendable {
     }
 
     private static func quote(_ string: String, to out: inout String) {
-        out += "\""
-        for scalar in string.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case let control where OutsideText.isRefused(control):
-                // Every control (C0, DEL, C1), line separator and bidi override escaped: no
-                // terminal that shows the JSON runs an escape sequence from a file or a server.
-                let hex = String(control.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        out += "\""
+        JSONString.quote(string, to: &out)
     }
 }

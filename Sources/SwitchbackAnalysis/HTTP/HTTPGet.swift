@@ -1,4 +1,5 @@
 import CSwitchbackHTTP
+import SwitchbackRemote
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -38,39 +39,11 @@ struct HTTPGet {
         }
     }
 
-    /// Wraps `switchback_http_get`. `direct`: never through a proxy, whatever `http_proxy`
-    /// and its kin say (an http check measures the app, not a proxy in front of it).
+    /// One GET (`HTTPExchange`). `direct`: never through a proxy, whatever `http_proxy` and
+    /// its kin say (an http check measures the app, not a proxy in front of it).
     static func get(_ url: String, timeoutMilliseconds: Int, maxBody: Int, headers: [String] = [], direct: Bool = false) -> Answer {
-        let exchange = UnsafeMutablePointer<switchback_http_exchange>.allocate(capacity: 1)
-        exchange.initialize(to: switchback_http_exchange())
-        let cHeaders = headers.map { strdup($0) }
-        defer {
-            switchback_http_free(exchange)
-            exchange.deallocate()
-            cHeaders.forEach { free($0) }
-        }
-        let started = MonotonicClock.nanoseconds()
-        let noProxy: UnsafeMutablePointer<CChar>? = direct ? strdup("*") : nil
-        defer { free(noProxy) }
-        url.withCString { cURL in
-            "switchback-analyzer".withCString { cAgent in
-                cHeaders.map { UnsafePointer($0) }.withUnsafeBufferPointer { headerPointers in
-                    exchange.pointee.url = cURL
-                    exchange.pointee.headers = headerPointers.baseAddress
-                    exchange.pointee.header_count = Int32(headerPointers.count)
-                    exchange.pointee.user_agent = cAgent
-                    exchange.pointee.timeout_ms = timeoutMilliseconds
-                    exchange.pointee.max_body = maxBody
-                    exchange.pointee.cancel = nil
-                    exchange.pointee.no_proxy = UnsafePointer(noProxy)
-                    switchback_http_get(exchange)
-                }
-            }
-        }
-        let latency = Double(MonotonicClock.nanoseconds() - started) / 1_000_000
-        let x = exchange.pointee
-        let error = withUnsafeBytes(of: x.error) { raw in String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self) }
-        let body = x.body_length > 0 ? Array(UnsafeBufferPointer(start: x.body, count: x.body_length)) : []
-        return Answer(curlCode: x.curl_code, stop: x.stop, status: x.status, body: body, error: error, latencyMilliseconds: latency)
+        let x = HTTPExchange.perform(url, headers: headers, userAgent: "switchback-analyzer", timeoutMilliseconds: timeoutMilliseconds,
+                                     maxBody: maxBody, direct: direct)
+        return Answer(curlCode: x.curlCode, stop: x.stop, status: x.status, body: x.body, error: x.error, latencyMilliseconds: x.latencyMilliseconds)
     }
 }

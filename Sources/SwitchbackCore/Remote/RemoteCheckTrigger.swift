@@ -91,7 +91,7 @@ public struct RemoteCheckTrigger: Sendable {
         // Open until the fork has it: the detached process runs this descriptor's file.
         let result = withExtendedLifetime(program) {
             withCArguments(arguments) { argv in
-                switchback_spawn_detached_after(Int(delay), program.descriptor, argv, environ)
+                switchback_spawn_detached_after(Int(delay), 10, program.descriptor, argv, environ)
             }
         }
         return result == 0 ? nil : "cannot start \(programPath): \(errorString(result))."

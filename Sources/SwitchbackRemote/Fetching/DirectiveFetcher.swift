@@ -241,44 +241,14 @@ private final class Transfer: @unchecked Sendable {
         var error: String
     }
 
-    /// Wraps `switchback_http_get` (one GET through libcurl, never following redirects).
+    /// One GET through libcurl, never following redirects (`HTTPExchange`).
     static func get(_ url: URL, headers: [String], userAgent: String, timeoutMilliseconds: Int, maxBody: Int,
                     cancel: UnsafeMutablePointer<Int32>) -> Answer {
-        let exchange = UnsafeMutablePointer<switchback_http_exchange>.allocate(capacity: 1)
-        exchange.initialize(to: switchback_http_exchange())
-        let cHeaders = headers.map { strdup($0) }
-        defer {
-            switchback_http_free(exchange)
-            exchange.deallocate()
-            cHeaders.forEach { free($0) }
-        }
-        url.absoluteString.withCString { cURL in
-            userAgent.withCString { cAgent in
-                cHeaders.map { UnsafePointer($0) }.withUnsafeBufferPointer { headerPointers in
-                    exchange.pointee.url = cURL
-                    exchange.pointee.headers = headerPointers.baseAddress
-                    exchange.pointee.header_count = Int32(headerPointers.count)
-                    exchange.pointee.user_agent = cAgent
-                    exchange.pointee.timeout_ms = timeoutMilliseconds
-                    exchange.pointee.max_body = maxBody
-                    exchange.pointee.cancel = cancel
-                    switchback_http_get(exchange)
-                }
-            }
-        }
-        let x = exchange.pointee
-        func text<T>(_ field: T) -> String? {
-            let value = withUnsafeBytes(of: field) { raw in
-                String(decoding: raw.prefix(while: { $0 != 0 }), as: UTF8.self)
-            }
-            return value.isEmpty ? nil : value
-        }
-        return Answer(
-            curlCode: x.curl_code, stop: x.stop, status: x.status,
-            contentLength: x.content_length >= 0 ? x.content_length : nil,
-            body: x.body_length > 0 ? Data(bytes: x.body, count: x.body_length) : Data(),
-            etag: text(x.etag), lastModified: text(x.last_modified), date: text(x.date),
-            contentEncoding: text(x.content_encoding) ?? "", redirectURL: text(x.redirect_url), error: text(x.error) ?? "")
+        let x = HTTPExchange.perform(url.absoluteString, headers: headers, userAgent: userAgent, timeoutMilliseconds: timeoutMilliseconds,
+                                     maxBody: maxBody, cancel: cancel)
+        return Answer(curlCode: x.curlCode, stop: x.stop, status: x.status, contentLength: x.contentLength, body: Data(x.body),
+                      etag: x.etag, lastModified: x.lastModified, date: x.date, contentEncoding: x.contentEncoding,
+                      redirectURL: x.redirectURL, error: x.error)
     }
 }
 
