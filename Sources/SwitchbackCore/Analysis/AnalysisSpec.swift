@@ -55,14 +55,7 @@ public struct AnalysisSpec: Sendable, Equatable {
 
     /// The `analysis.*` pairs of `text` (the first line of a key counts, as for every
     /// lookup), for `parse`.
-    public static func settings(in text: KeyValueText) -> [String: String] {
-        var settings: [String: String] = [:]
-        for index in 0..<text.count {
-            let key = text.key(at: index)
-            if key.hasPrefix("analysis."), settings[key] == nil { settings[key] = text.value(at: index) }
-        }
-        return settings
-    }
+    public static func settings(in text: KeyValueText) -> [String: String] { text.settings(withPrefix: "analysis.") }
 
     /// Reads the `analysis.*` keys of `settings` (other keys are ignored). Returns nil when
     /// there is no analysis: `analysis.window_s` is 0 (the analysis turned off, checks or

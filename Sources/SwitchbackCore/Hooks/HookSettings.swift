@@ -45,15 +45,8 @@ public struct HookSettings: Sendable, Equatable {
         !(settings["hooks.command"] ?? "").isEmpty || !(settings["hooks.url"] ?? "").isEmpty
     }
 
-    /// The `hooks.*` pairs of `text` (the first of a key counts), for `parse`.
-    public static func settings(in text: KeyValueText) -> [String: String] {
-        var settings: [String: String] = [:]
-        for index in 0..<text.count {
-            let key = text.key(at: index)
-            if key.hasPrefix("hooks."), settings[key] == nil { settings[key] = text.value(at: index) }
-        }
-        return settings
-    }
+    /// The `hooks.*` pairs of `text`, for `parse`.
+    public static func settings(in text: KeyValueText) -> [String: String] { text.settings(withPrefix: "hooks.") }
 
     /// The hooks `settings` configure; nil when none. Throws `.manifestInvalid` with one
     /// sentence naming the key for an unknown `hooks.` key or a value out of range; an empty

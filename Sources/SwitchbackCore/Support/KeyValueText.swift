@@ -6,6 +6,17 @@ import Glibc
 /// comments, values escaped so that one value is always one line. It needs no Foundation,
 /// so the launcher can read it in microseconds, and a shell script can write it.
 public struct KeyValueText: Sendable, Equatable {
+    /// The pairs whose key starts with `prefix` (`analysis.`, `hooks.`), the first of a key
+    /// counting, as every lookup does.
+    public func settings(withPrefix prefix: String) -> [String: String] {
+        var settings: [String: String] = [:]
+        for index in 0..<count {
+            let key = self.key(at: index)
+            if key.hasPrefix(prefix), settings[key] == nil { settings[key] = value(at: index) }
+        }
+        return settings
+    }
+
     /// The text: a parsed file's bytes as read (comments and all), then a `key=value` line
     /// per appended pair, its value escaped. Keys and values are made into Strings only when
     /// asked for: the launcher parses the manifest, the state and the health file at every
