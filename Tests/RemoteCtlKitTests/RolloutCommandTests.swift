@@ -108,6 +108,23 @@ import Testing
         #expect(try String(contentsOfFile: w.out, encoding: .utf8).contains("\"payload\""))
     }
 
+    /// `rollout-status` on the files a real run left: where it waits, and that no process runs it.
+    @Test func rolloutStatusSaysWhereARolloutIs() throws {
+        let w = try Workspace(plan: Self.goodPlan)
+        defer { w.remove() }
+        let missing = Self.run(["rollout-status", "--state", w.state])
+        #expect(missing.status == 1)
+        #expect(missing.error == ["Error: There is no rollout state file \(w.state); a rollout writes it at its first run (rollbackctl-remote rollout --state \(w.state))."], "\(missing)")
+        #expect(w.run().status == 3)
+        let status = Self.run(["rollout-status", "--state", w.state])
+        #expect(status.status == 0, "\(status)")
+        #expect(status.out.first == "Rollout of 1.3.0: step 2 of 2 (100%) waits for approval: run the rollout again with --approve to publish it, or with --abort to roll back.", "\(status.out)")
+        #expect(status.out.contains { $0.hasPrefix("Step 1 of 2 (5%): serial ") && $0.hasSuffix(": passed: no checks configured (analysis.checks), paused 0 s.") }, "\(status.out)")
+        #expect(status.out.last == "No rollout process runs: run the same rollout command to go on.")
+        let usage = Self.run(["rollout-status"])
+        #expect(usage.status == 64 && usage.error.first == "Error: Missing '--state FILE' (the rollout's state file).", "\(usage)")
+    }
+
     @Test func aDryRunPrintsEveryDirectiveAndWritesNothing() throws {
         let w = try Workspace(plan: Self.goodPlan)
         defer { w.remove() }

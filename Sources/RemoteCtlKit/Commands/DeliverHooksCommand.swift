@@ -30,6 +30,10 @@ struct DeliverHooksCommand: Command {
     }
 
     func run(_ console: Console) throws(CommandError) {
+        // A command that exits before it read its stdin closes the pipe: the write gets EPIPE,
+        // not a SIGPIPE that would kill the deliverer with the event still queued (it did, on
+        // a loaded machine, for a command that only exits 3).
+        signal(SIGPIPE, SIG_IGN)
         let directory = workspace.directory
         let settings: HookSettings
         do {
@@ -139,7 +143,13 @@ struct Delivery {
         var none = sigset_t()
         sigemptyset(&none)
         posix_spawnattr_setsigmask(&attributes, &none)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK))
+        // SIGPIPE back to its default in the command (ignored here, and an ignored signal
+        // stays ignored across exec).
+        var defaults = sigset_t()
+        sigemptyset(&defaults)
+        sigaddset(&defaults, SIGPIPE)
+        posix_spawnattr_setsigdefault(&attributes, &defaults)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         let environment = PendingSteps.processEnvironment().filter { !$0.hasPrefix("SWITCHBACK_EVENT_") }
             + ["SWITCHBACK_EVENT_ID=\(id)", "SWITCHBACK_EVENT_KIND=\(kind)"]
         var pid: pid_t = 0
