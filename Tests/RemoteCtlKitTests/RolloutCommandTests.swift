@@ -108,6 +108,36 @@ import Testing
         #expect(try String(contentsOfFile: w.out, encoding: .utf8).contains("\"payload\""))
     }
 
+    /// A plan's hooks get each step, in order: published, judged, the wait for approval; then,
+    /// approved, the last step and the end. A hook that fails is said, and the rollout goes on.
+    @Test func thePlansHooksGetEveryStepInOrder() throws {
+        let w = try Workspace(plan: Self.goodPlan)
+        defer { w.remove() }
+        let script = w.directory + "/hook.sh"
+        try "#!/bin/sh\ncat >> '\(w.directory)/hook.out'\n".write(toFile: script, atomically: true, encoding: .utf8)
+        chmod(script, 0o755)
+        try (Self.goodPlan + "hooks.command=\(script)\n").write(toFile: w.planFile, atomically: true, encoding: .utf8)
+        #expect(w.run().status == 3)
+        #expect(w.run(["--approve"]).status == 0)
+        let events = try String(contentsOfFile: w.directory + "/hook.out", encoding: .utf8).split(separator: "\n").map { line in
+            try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        }
+        #expect(events.map { "\($0["kind"]!) \($0["step"]!) \($0["percent"]!)" } == [
+            "rollout_step_published 1 5", "rollout_step_judged 1 5", "rollout_waiting 2 100",
+            "rollout_step_published 2 100", "rollout_step_judged 2 100", "rollout_completed 2 100",
+        ])
+        #expect(events[1]["result"] as? String == "passed: no checks configured (analysis.checks), paused 0 s")
+        #expect(events.allSatisfy { $0["version"] as? String == "1.3.0" && $0["app_id"] as? String == "dev.example" && ($0["id"] as? String)?.count == 32 })
+
+        // A hook that fails: said once per event, and the rollout completes all the same.
+        let failing = try Workspace(plan: Self.goodPlan.replacingOccurrences(of: "rollout.approval=100\n", with: "") + "hooks.command=/nonexistent/hook\nhooks.retries=0\n")
+        defer { failing.remove() }
+        let result = failing.run()
+        #expect(result.status == 0, "\(result)")
+        #expect(result.out.filter { $0.hasPrefix("Hooks: the rollout_") }.count == 5, "\(result.out)")
+        #expect(result.out.contains { $0.hasPrefix("Hooks: the rollout_completed event ") && $0.hasSuffix(" was not delivered after 1 try: The hook command /nonexistent/hook is missing; fix it or hooks.command.") }, "\(result.out)")
+    }
+
     /// `rollout-status` on the files a real run left: where it waits, and that no process runs it.
     @Test func rolloutStatusSaysWhereARolloutIs() throws {
         let w = try Workspace(plan: Self.goodPlan)

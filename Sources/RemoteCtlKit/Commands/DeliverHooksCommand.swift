@@ -54,12 +54,12 @@ struct DeliverHooksCommand: Command {
             throw .failure("The hook directory \(queue.path) cannot be used: \(error).")
         }
         defer { close(lock) }
-        let delivery = Delivery(settings: settings, directory: directory)
+        let delivery = Delivery(settings: settings)
         while true {
             // Another deliverer runs: it looks at the queue again before it leaves.
             guard flock(lock, LOCK_EX | LOCK_NB) == 0 else { return }
             while let name = queue.pending().first {
-                delivery.deliver(name, from: queue)
+                delivery.deliver(name, from: queue, recordingIn: directory)
             }
             flock(lock, LOCK_UN)
             // An event queued after the last look, whose deliverer found the lock held.
@@ -68,17 +68,33 @@ struct DeliverHooksCommand: Command {
     }
 }
 
-/// One event's delivery to each target, with its retries, and what it leaves in `hooks/status`.
+/// One event's delivery to each target, with its retries (`send`), and what a queued event
+/// leaves in `hooks/status` (`deliver`).
 struct Delivery {
     let settings: HookSettings
-    let directory: StateDirectory
 
-    func deliver(_ name: String, from queue: HookQueue) {
+    func deliver(_ name: String, from queue: HookQueue, recordingIn directory: StateDirectory) {
         defer { queue.remove(name) }
         guard let bytes = queue.read(name) else { return }
-        let text = String(decoding: bytes, as: UTF8.self)
         let id = String(name.dropLast(".json".count).split(separator: "-").last ?? "")
-        let kind = Self.field("kind", in: text) ?? "event"
+        let kind = Self.field("kind", in: String(decoding: bytes, as: UTF8.self)) ?? "event"
+        let failure = send(bytes, id: id, kind: kind)
+        var status = HookStatus.load(in: directory)
+        let now = currentUnixTime()
+        if let failure {
+            status.failed += 1
+            status.lastFailure = failure
+            status.lastFailureAt = now
+        } else {
+            status.delivered += 1
+            status.lastDeliveredAt = now
+        }
+        try? status.save(in: directory)
+    }
+
+    /// Sends the event to every target, each tried until it took it or the retries ran out;
+    /// nil when all took it, else the sentence of what failed.
+    func send(_ bytes: [UInt8], id: String, kind: String) -> String? {
         var pending: [Target] = []
         if let command = settings.command { pending.append(.command(command)) }
         if let url = settings.url { pending.append(.webhook(url)) }
@@ -91,19 +107,9 @@ struct Delivery {
                 failures.append(failure)
                 return true
             }
-            if pending.isEmpty { break }
+            if pending.isEmpty { return nil }
         }
-        var status = HookStatus.load(in: directory)
-        let now = currentUnixTime()
-        if failures.isEmpty {
-            status.delivered += 1
-            status.lastDeliveredAt = now
-        } else {
-            status.failed += 1
-            status.lastFailure = "the \(kind) event \(id) was not delivered after \(settings.retries + 1) tr\(settings.retries == 0 ? "y" : "ies"): \(failures.joined(separator: "; "))"
-            status.lastFailureAt = now
-        }
-        try? status.save(in: directory)
+        return "the \(kind) event \(id) was not delivered after \(settings.retries + 1) tr\(settings.retries == 0 ? "y" : "ies"): \(failures.joined(separator: "; "))"
     }
 
     enum Target {

@@ -84,8 +84,10 @@ struct RolloutCommand: Command {
                               directiveName: output, statePath: statePath, console: console).run(approve: approve, abort: abort)
             return
         }
-        try RolloutRun(plan: plan, appID: appID, signer: signer, files: files, clock: clock, judge: try judge(clock: clock),
-                       directiveName: output, console: console).run(approve: approve, abort: abort, promoteFull: promoteFull)
+        var run = RolloutRun(plan: plan, appID: appID, signer: signer, files: files, clock: clock, judge: try judge(clock: clock),
+                             directiveName: output, console: console)
+        run.hooks = RolloutHooks(plan: plan, appID: appID, console: console)
+        try run.run(approve: approve, abort: abort, promoteFull: promoteFull)
     }
 
     /// The manifest of `--bundle`, else of the bundle this executable is in (its bin/'s

@@ -39,6 +39,8 @@ struct RolloutPlan: Sendable, Equatable {
     /// The checks judged over each pause (the engine's reading of `analysis`, the pause as its
     /// window); nil when the plan has none and a pause is only a wait.
     var spec: AnalysisSpec? = nil
+    /// The plan's `hooks.*`: told of each step (`RolloutHooks`); nil when none.
+    var hooks: HookSettings? = nil
 
     /// The keys a plan may hold besides `analysis.*`.
     static let keys: Set<String> = [
@@ -56,8 +58,8 @@ struct RolloutPlan: Sendable, Equatable {
         for index in 0..<text.count {
             let key = text.key(at: index)
             if settings[key] != nil { throw fail("sets \(key) twice; keep one line.") }
-            if !key.hasPrefix("analysis.") && !keys.contains(key) {
-                throw fail("has an unknown key \(key); the keys are \(keys.sorted().joined(separator: ", ")) and analysis.*.")
+            if !key.hasPrefix("analysis.") && !key.hasPrefix("hooks.") && !keys.contains(key) {
+                throw fail("has an unknown key \(key); the keys are \(keys.sorted().joined(separator: ", ")), analysis.* and hooks.*.")
             }
             settings[key] = text.value(at: index)
         }
@@ -118,9 +120,13 @@ struct RolloutPlan: Sendable, Equatable {
         do { spec = try AnalysisSpec.parse(analysis.merging(["analysis.window_s": String(max(1, pause))]) { $1 }) } catch {
             throw RolloutPlanError("In the rollout plan \(file), \(error.message)")
         }
+        let hooks: HookSettings?
+        do { hooks = try HookSettings.parse(settings.filter { $0.key.hasPrefix("hooks.") }) } catch {
+            throw RolloutPlanError("In the rollout plan \(file), \(error.message)")
+        }
         return RolloutPlan(version: version, steps: steps, pauses: pauses, approvalSteps: approval, expiresInSeconds: expires,
                            appID: settings["rollout.app_id"], previousVersion: settings["rollout.previous_version"], analysis: analysis,
-                           spec: (spec?.checks.isEmpty ?? true) ? nil : spec)
+                           spec: (spec?.checks.isEmpty ?? true) ? nil : spec, hooks: hooks)
     }
 
     /// The variables a plan's queries may use.

@@ -26,6 +26,8 @@ struct RolloutRun {
     let console: Console
     /// Whether each published directive is also printed, as JSON (the dry run).
     var showsDirectives = false
+    /// The plan's hooks, told of each step (nil: none, or the dry run).
+    var hooks: RolloutHooks? = nil
 
     /// Runs from the state on disk to the next stop. Holds the run lock throughout (a second
     /// run refuses; `--abort` goes on beside a running rollout) and the publication lock
@@ -33,6 +35,7 @@ struct RolloutRun {
     /// or finishes anything, and stops (exit 4) when another process took the directive
     /// over meanwhile.
     func run(approve: Bool, abort: Bool, promoteFull: Bool = false) throws(CommandError) {
+        defer { hooks?.finish() }
         let holder = try files.lockRun()
         if let holder, !abort {
             throw .failure("Another rollbackctl-remote rollout (\(holder)) is running with the state file \(stateName); wait for it to end, or run the same command with --abort to roll back now (which ends that rollout).")
@@ -77,15 +80,20 @@ struct RolloutRun {
                 try files.lockPublication()
                 // Before anything more is published or said: what the files hold now.
                 let directive = try onDisk()
+                hooks?.tell(.judged, step: step, serial: machine.state.serial, result: "\(verdict.word): \(verdict.sentence)", now: nowSeconds)
                 action = machine.pauseEnded(verdict, onDisk: directive, saved: try loadState(), now: nowSeconds)
             case .wait(let sentence):
+                hooks?.tell(.waiting, step: machine.state.step, serial: machine.state.serial, result: sentence, now: nowSeconds)
                 throw CommandError(.waiting, sentence)
             case .finish(let sentence):
                 say(sentence)
+                hooks?.tell(machine.state.phase == .rolledBack ? .rolledBack : .completed, step: machine.state.step,
+                            serial: machine.state.serial, result: sentence, now: nowSeconds)
                 return
             case .fail(let sentence):
                 throw .failure(sentence)
             case .rolledBack(let sentence):
+                hooks?.tell(.rolledBack, step: machine.state.step, serial: machine.state.serial, result: sentence, now: nowSeconds)
                 throw CommandError(.rolledBack, sentence)
             case .superseded(let sentence):
                 throw CommandError(.superseded, sentence)
@@ -105,6 +113,9 @@ struct RolloutRun {
         try files.writeDirective(bytes)
         let next = machine.didPublish(now: clock.nowMilliseconds() / 1000, abort: false)
         say("\(publication.decision == .previous ? "Rollback" : machine.stepName.capitalizedFirst): published directive serial \(serial) (\(directive.decision.summary) on \(plan.version) for \(Self.audience(publication.percent))) to \(directiveName).")
+        if publication.decision == .current {
+            hooks?.tell(.published, step: machine.state.step, serial: serial, result: publication.reason, now: now / 1000)
+        }
         if showsDirectives, let json = try? directive.jsonData() { say("    " + String(decoding: json, as: UTF8.self)) }
         return next
     }
