@@ -107,6 +107,8 @@ import Glibc
             t = try Self.install(["hooks.url": "http://127.0.0.1:\(port)/hook", "hooks.secret_file": "$DIR/hook.key", "hooks.retries": "0"])
             expected = "the webhook http://127.0.0.1:\(port)/hook could not be reached (connection refused)"
         }
+        try FileManager.default.createDirectory(atPath: t.directory + "/metrics", withIntermediateDirectories: true)
+        try t.setManifestSetting("metrics.textfile_dir", t.directory + "/metrics")
         let back = try t.rollbackctl("rollback", "--reason", "hook test")
         #expect(back.status == 0, "\(back)")
         let right = try t.status()
@@ -119,6 +121,10 @@ import Glibc
         #expect(hooks.lastFailure?.hasPrefix("the switch event ") == true && hooks.lastFailure?.hasSuffix(" was not delivered after \(tries): \(expected)") == true,
                 "\(hooks.lastFailure ?? "none")")
         #expect(hooks.delivered == 0 && hooks.queued == 0)
+        // The deliverer rewrote the metrics after the failure: Prometheus can alert on it.
+        #expect(waitUntil(seconds: 10) { ((try? SupervisorProbationTests.metrics(t)) ?? "").contains(",outcome=\"failed\"} 1\n") },
+                "\((try? SupervisorProbationTests.metrics(t)) ?? "no metrics")")
+        #expect(try SupervisorProbationTests.metrics(t).contains("switchback_hook_queue_length{"))
         let text = try t.rollbackctl("status").stdout
         #expect(text.contains("Hooks: last failure ("), "\(text)")
         #expect(text.contains(expected + ".\n"), "\(text)")

@@ -110,6 +110,14 @@ struct ObserveTests {
         #expect(text.contains("switchback_analysis_results_total{\(base),result=\"held\"} 1\n"))
         #expect(text.contains("switchback_analysis_results_total{\(base),result=\"would_roll_back\"} 1\n"))
         #expect(text.contains("switchback_analysis_results_total{\(base),result=\"would_hold\"} 0\n"))
+        #expect(!text.contains("switchback_hook_"), "no hooks configured, no hook metrics")
+        snapshot.hooks = MetricsSnapshot.Hooks(delivered: 7, failed: 2, dropped: 1, queued: 3)
+        let hooked = snapshot.render()
+        #expect(hooked.contains("# TYPE switchback_hook_events_total counter\n"))
+        #expect(hooked.contains("switchback_hook_events_total{\(base),outcome=\"delivered\"} 7\n"))
+        #expect(hooked.contains("switchback_hook_events_total{\(base),outcome=\"failed\"} 2\n"))
+        #expect(hooked.contains("switchback_hook_events_total{\(base),outcome=\"dropped\"} 1\n"))
+        #expect(hooked.contains("switchback_hook_queue_length{\(base)} 3\n"))
         // A counts file written before the verdicts had one word each: `successful` is `passed`.
         let path = NSTemporaryDirectory() + "switchback-counts-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)

@@ -60,6 +60,12 @@ struct DeliverHooksCommand: Command {
             guard flock(lock, LOCK_EX | LOCK_NB) == 0 else { return }
             while let name = queue.pending().first {
                 delivery.deliver(name, from: queue, recordingIn: directory)
+                // The metrics' hook counts (`switchback_hook_events_total`) follow each delivery,
+                // written under the state lock as every other writer of the file does (a view
+                // rendered beside a switch could otherwise land after it, stale).
+                if let lock = try? FileLock.acquire(path: directory.lockPath, wait: true, timeout: 2) {
+                    withExtendedLifetime(lock) { Observer.refreshMetrics(in: directory, manifest: workspace.manifest) }
+                }
             }
             flock(lock, LOCK_UN)
             // An event queued after the last look, whose deliverer found the lock held.

@@ -76,10 +76,28 @@ public struct MetricsSnapshot: Sendable, Equatable {
     public var hasAnalysis: Bool
     /// The last probation (`probation` in the state directory), if any.
     public var probation: ProbationRecord?
+    /// The hooks' deliveries, when the manifest configures hooks (docs/hooks.md).
+    public var hooks: Hooks?
+
+    /// What the hooks' deliverer recorded (`HookStatus`) and what waits (`HookQueue`).
+    public struct Hooks: Sendable, Equatable {
+        public var delivered: Int
+        public var failed: Int
+        public var dropped: Int
+        public var queued: Int
+
+        public init(delivered: Int, failed: Int, dropped: Int, queued: Int) {
+            self.delivered = delivered
+            self.failed = failed
+            self.dropped = dropped
+            self.queued = queued
+        }
+    }
 
     public init(appID: String, install: String, rolloutBucket: Int, stateDirectory: String, current: Slot, previous: Slot, activeSlot: BuildSlot,
                 source: String, rollback: Bool, remote: Remote?, counts: EventCounts, writtenAt: Int64,
-                hasAnalysis: Bool = false, probation: ProbationRecord? = nil) {
+                hasAnalysis: Bool = false, probation: ProbationRecord? = nil, hooks: Hooks? = nil) {
+        self.hooks = hooks
         self.hasAnalysis = hasAnalysis
         self.probation = probation
         self.appID = appID
@@ -187,6 +205,12 @@ public struct MetricsSnapshot: Sendable, Equatable {
                    probation.map { [("", String($0.endsAt / 1000))] } ?? [])
             metric("switchback_analysis_results_total", "counter", "Bake windows ended by the analysis, by the verdict's word.",
                    EventCounts.analysisResultNames.map { ("result=\"\($0)\"", String(counts.analysisResults[$0] ?? 0)) })
+        }
+        if let hooks {
+            metric("switchback_hook_events_total", "counter", "History events the hooks were to be told of, by what became of them (docs/hooks.md).",
+                   [("outcome=\"delivered\"", String(hooks.delivered)), ("outcome=\"failed\"", String(hooks.failed)),
+                    ("outcome=\"dropped\"", String(hooks.dropped))])
+            metric("switchback_hook_queue_length", "gauge", "Events waiting for the hooks' deliverer.", [("", String(hooks.queued))])
         }
         metric("switchback_metrics_written_timestamp_seconds", "gauge", "When this file was written.",
                [("", String(writtenAt))])

@@ -225,7 +225,16 @@ public enum Observer {
             current: slot(.current), previous: slot(.previous), activeSlot: plannedSlot(directory: directory, manifest: manifest) ?? state.slot,
             source: state.source == .default ? "none" : state.source.rawValue, rollback: state.rollback,
             remote: remote, counts: counts, writtenAt: now, hasAnalysis: Supervisor.Analyzer.isConfigured(manifest),
-            probation: Supervisor.Analyzer.isConfigured(manifest) ? (try? ProbationRecord.load(in: directory)) ?? nil : nil)
+            probation: Supervisor.Analyzer.isConfigured(manifest) ? (try? ProbationRecord.load(in: directory)) ?? nil : nil,
+            hooks: hookMetrics(directory: directory, manifest: manifest))
+    }
+
+    /// The hooks' counts, when the manifest configures hooks.
+    static func hookMetrics(directory: StateDirectory, manifest: Manifest) -> MetricsSnapshot.Hooks? {
+        guard HookSettings.areConfigured(manifest.settings) else { return nil }
+        let status = HookStatus.load(in: directory)
+        let queue = HookQueue(directory: directory)
+        return MetricsSnapshot.Hooks(delivered: status.delivered, failed: status.failed, dropped: queue.dropped, queued: queue.pending().count)
     }
 
     /// The slot the next start runs, as the launcher's planner decides it from what is on
