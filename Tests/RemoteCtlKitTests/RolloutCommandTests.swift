@@ -151,6 +151,13 @@ import Testing
         #expect(status.out.first == "Rollout of 1.3.0: step 2 of 2 (100%) waits for approval: run the rollout again with --approve to publish it, or with --abort to roll back.", "\(status.out)")
         #expect(status.out.contains { $0.hasPrefix("Step 1 of 2 (5%): serial ") && $0.hasSuffix(": passed: no checks configured (analysis.checks), paused 0 s.") }, "\(status.out)")
         #expect(status.out.last == "No rollout process runs: run the same rollout command to go on.")
+        // A killed rollout's pid text left in the lock file says nothing: the kernel's flock does.
+        try "\(getpid())\n".write(toFile: w.state + ".lock", atomically: false, encoding: .utf8)
+        #expect(Self.run(["rollout-status", "--state", w.state]).out.last == "No rollout process runs: run the same rollout command to go on.")
+        let fd = open(w.state + ".lock", O_RDWR)
+        defer { close(fd) }
+        #expect(flock(fd, LOCK_EX | LOCK_NB) == 0)
+        #expect(Self.run(["rollout-status", "--state", w.state]).out.last == "A rollout process (pid \(getpid())) holds the state file.")
         let usage = Self.run(["rollout-status"])
         #expect(usage.status == 64 && usage.error.first == "Error: Missing '--state FILE' (the rollout's state file).", "\(usage)")
     }

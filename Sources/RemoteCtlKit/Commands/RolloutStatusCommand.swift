@@ -31,11 +31,32 @@ struct RolloutStatusCommand: Command {
         }
     }
 
-    /// The pid in the run lock file when that process still runs, else nil.
+    /// The process holding the run lock now, as the kernel says (`/proc/locks`: the flock a
+    /// running rollout holds on `STATE.lock`, the one `lockRun` takes), else nil. The lock
+    /// file's pid text is not asked: a rollout killed with -9 leaves it, and its pid may be reused.
     static func runningHolder(_ files: RolloutDiskFiles) -> pid_t? {
-        let holder = RolloutDiskFiles.holderOfRun(files.runLockPath)
-        guard let pid = Int32(holder.dropFirst("pid ".count)), pid > 0, kill(pid, 0) == 0 || errno == EPERM else { return nil }
-        return pid
+        var info = stat()
+        guard stat(files.runLockPath, &info) == 0,
+              let bytes = try? FileSystem.read("/proc/locks", limit: 1 << 20) ?? nil else { return nil }
+        return holder(ofFLockOn: info, locks: String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// In `/proc/locks`' text, the pid of the FLOCK on the file `info` describes
+    /// ("2: FLOCK  ADVISORY  WRITE 8615 fe:00:16220289 0 EOF": pid, major:minor:inode in hex, inode in decimal).
+    static func holder(ofFLockOn info: stat, locks: String) -> pid_t? {
+        // glibc's encoding of st_dev (gnu_dev_major / gnu_dev_minor).
+        let dev = UInt64(info.st_dev)
+        let major = ((dev >> 8) & 0xfff) | ((dev >> 32) & ~UInt64(0xfff))
+        let minor = (dev & 0xff) | ((dev >> 12) & ~UInt64(0xff))
+        for line in locks.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 6, fields[1] == "FLOCK", let pid = Int32(fields[4]) else { continue }
+            let parts = fields[5].split(separator: ":")
+            guard parts.count == 3, UInt64(parts[0], radix: 16) == major, UInt64(parts[1], radix: 16) == minor,
+                  UInt64(parts[2]) == UInt64(info.st_ino) else { continue }
+            return pid
+        }
+        return nil
     }
 
     /// The report's lines: where the rollout is, its checks, its steps, who runs it.
