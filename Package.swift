@@ -74,11 +74,14 @@ let package = Package(
         // body): URLSession could not be bounded (it always lets libcurl inflate gzip and
         // queues every chunk without back-pressure; docs/remote.md, "Bounded memory and time").
         .target(name: "CSwitchbackHTTP"),
+        // Which process accepted a probe's connection, asked of the kernel (sock_diag, /proc/PID/fd):
+        // the analyzer tells the baseline's answers from the canary's on one shared socket.
+        .target(name: "CSwitchbackProbe"),
         .target(name: "SwitchbackRemote", dependencies: ["SwitchbackCrypto", "CSwitchbackHTTP", "SwitchbackFiles"]),
         // The analysis of a bake window or a rollout step (docs/analysis.md): http probes
         // and Prometheus queries over the system's libcurl, judged by SwitchbackCore/Analysis.
         // Only rollbackctl-remote links it: the launcher runs it as a separate process.
-        .target(name: "SwitchbackAnalysis", dependencies: ["SwitchbackCore", "SwitchbackRemote", "CSwitchbackHTTP"]),
+        .target(name: "SwitchbackAnalysis", dependencies: ["SwitchbackCore", "SwitchbackRemote", "CSwitchbackHTTP", "CSwitchbackProbe"]),
         // `rollbackctl sync|keygen|sign`: rollbackctl executes this program for them.
         .target(name: "RemoteCtlKit", dependencies: ["RollbackCtlKit", "SwitchbackCore", "SwitchbackRemote", "SwitchbackAnalysis", "SwitchbackCrypto", "CSwitchbackHTTP"]),
         .executableTarget(name: "rollbackctl-remote", dependencies: ["RemoteCtlKit"]),

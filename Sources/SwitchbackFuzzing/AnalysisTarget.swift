@@ -43,6 +43,11 @@ enum AnalysisTarget {
                 for vector in vectors { judge.record(settings.measurement(of: vector, check: check.name)) }
             case .app(let settings):
                 judge.record(settings.measurement(failures: Int.max, check: check.name))
+            case .baseline(let settings):
+                let canary = (0..<20).map { BaselineComparison.Sample(isSuccess: $0 % 4 != 0, latencyMilliseconds: Double($0 * 3)) }
+                let baseline = (0..<20).map { BaselineComparison.Sample(isSuccess: true, latencyMilliseconds: Double($0)) }
+                let results = BaselineComparison.compare(check: "http", canary: canary, baseline: baseline, settings: settings) ?? []
+                judge.record(BaselineComparison.measurement(name: check.name, results: results, settings: settings, counts: (20, 20)).measurement)
             }
         }
         let verdict = judge.finish()

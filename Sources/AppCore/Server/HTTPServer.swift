@@ -221,6 +221,7 @@ final class HTTPServer: Sendable {
             return
         }
         let misbehaviour = misbehaviourFile.current(now: started)
+        misbehaviour?.work()
         if let delay = misbehaviour?.delayMilliseconds, delay > 0 { sleep(milliseconds: delay) }
         let response: (status: Int, reason: String, body: String)
         switch answer {

@@ -10,7 +10,10 @@ import Synchronization
 ///     version=1.3.0       # only this version misbehaves (absent: every version)
 ///     error_percent=30    # answer 500 to that share of the requests, chosen at random
 ///     delay_ms=40         # add that long to every answer
+///     work_ms=10          # every version: that much CPU time spent on every answer
 ///
+/// `work_ms` applies to every version whatever `version` says: two builds that work alike,
+/// whose answers slow down together on a loaded host (a baseline judged beside a canary).
 /// `GET /metrics` never misbehaves, so the app's own metrics stay readable.
 struct Misbehaviour: Equatable {
     /// The version it applies to; nil: every version.
@@ -19,6 +22,8 @@ struct Misbehaviour: Equatable {
     var errorPercent: Double = 0
     /// Added to every answer.
     var delayMilliseconds = 0
+    /// CPU time spent on every answer, by every version.
+    var workMilliseconds = 0
 
     static let longestDelayMilliseconds = 600_000
 
@@ -47,14 +52,14 @@ struct Misbehaviour: Equatable {
                     throw ParseError(description: "line \(index + 1): error_percent wants a number from 0 to 100, not '\(value)'")
                 }
                 misbehaviour.errorPercent = percent
-            case "delay_ms":
+            case "delay_ms", "work_ms":
                 guard value.allSatisfy({ $0 >= "0" && $0 <= "9" }), let milliseconds = Int(value),
                       milliseconds <= longestDelayMilliseconds else {
-                    throw ParseError(description: "line \(index + 1): delay_ms wants a whole number of milliseconds up to \(longestDelayMilliseconds), not '\(value)'")
+                    throw ParseError(description: "line \(index + 1): \(key) wants a whole number of milliseconds up to \(longestDelayMilliseconds), not '\(value)'")
                 }
-                misbehaviour.delayMilliseconds = milliseconds
+                if key == "work_ms" { misbehaviour.workMilliseconds = milliseconds } else { misbehaviour.delayMilliseconds = milliseconds }
             default:
-                throw ParseError(description: "line \(index + 1): unknown key '\(key)' (version, error_percent, delay_ms)")
+                throw ParseError(description: "line \(index + 1): unknown key '\(key)' (version, error_percent, delay_ms, work_ms)")
             }
         }
         return misbehaviour
@@ -67,6 +72,30 @@ struct Misbehaviour: Equatable {
 
     /// Whether a build of `version` misbehaves.
     func applies(to version: String) -> Bool { self.version == nil || self.version == version }
+
+    /// What a build of `version` does: all of it, or only the work every version does; nil
+    /// when that is nothing.
+    func forVersion(_ version: String) -> Misbehaviour? {
+        if applies(to: version) { return self }
+        guard workMilliseconds > 0 else { return nil }
+        return Misbehaviour(version: self.version, workMilliseconds: workMilliseconds)
+    }
+
+    /// Spends `workMilliseconds` of this thread's CPU time (a loaded host makes it take longer).
+    func work() {
+        guard workMilliseconds > 0 else { return }
+        func cpu() -> Int64 {
+            var now = timespec()
+            clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+            return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+        }
+        let end = cpu() + Int64(workMilliseconds) * 1_000_000
+        var spin: UInt64 = 0
+        while cpu() < end {
+            for step in 0..<1000 { spin = spin &* 6364136223846793005 &+ UInt64(step) }
+        }
+        withExtendedLifetime(spin) {}
+    }
 
     /// Whether this request is one of the `errorPercent` answered 500.
     func failsRequest<Generator: RandomNumberGenerator>(using generator: inout Generator) -> Bool {
@@ -108,9 +137,9 @@ final class MisbehaviourFile: Sendable {
             }
             do {
                 let parsed = try Misbehaviour.parse(text)
-                cache.misbehaviour = parsed.applies(to: version) ? parsed : nil
+                cache.misbehaviour = parsed.forVersion(version)
                 if text != cache.text, let misbehaviour = cache.misbehaviour {
-                    printError("serve: misbehaving on purpose (\(path)): \(misbehaviour.errorPercentText)% of requests answered 500, \(misbehaviour.delayMilliseconds) ms added to every answer")
+                    printError("serve: misbehaving on purpose (\(path)): \(misbehaviour.errorPercentText)% of requests answered 500, \(misbehaviour.delayMilliseconds) ms added to every answer, \(misbehaviour.workMilliseconds) ms of CPU spent on each")
                 }
             } catch {
                 cache.misbehaviour = nil

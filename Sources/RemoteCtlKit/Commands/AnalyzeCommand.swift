@@ -33,6 +33,10 @@ struct AnalyzeCommand: Command {
     let build: String
     let version: String
     let endsAt: Int64
+    /// `--baseline-pid P --canary-pid Q`, or `--no-baseline REASON` (analysis.baseline=true).
+    let comparison: AnalysisRun.Comparison?
+    /// `--baseline-version`: `$previous_version` for a comparison's sentences.
+    let baselineVersion: String?
 
     init(_ parsed: ParsedArguments, _ context: CommandContext) throws(CommandError) {
         func usage(_ message: String) -> CommandError { .usage(message, subcommand: "analyze") }
@@ -58,7 +62,23 @@ struct AnalyzeCommand: Command {
         self.build = build
         self.version = version
         self.endsAt = endsAt
+        comparison = try Self.comparison(parsed, usage: usage)
+        baselineVersion = parsed.options["--baseline-version"]
         workspace = try context.workspace()
+    }
+
+    /// The baseline the supervisor named: both pids (positive, different), or why there is none.
+    static func comparison(_ parsed: ParsedArguments, usage: (String) -> CommandError) throws(CommandError) -> AnalysisRun.Comparison? {
+        if let why = parsed.options["--no-baseline"] {
+            return .none(OutsideText(why, limit: 512).text)
+        }
+        let baseline = parsed.options["--baseline-pid"], canary = parsed.options["--canary-pid"]
+        guard baseline != nil || canary != nil else { return nil }
+        guard let baseline, let canary, let baselinePID = Int32(baseline), let canaryPID = Int32(canary),
+              baselinePID > 0, canaryPID > 0, baselinePID != canaryPID else {
+            throw usage("'--baseline-pid' and '--canary-pid' go together, as two different process ids.")
+        }
+        return .beside(baselinePID: baselinePID, canaryPID: canaryPID)
     }
 
     func run(_ console: Console) throws(CommandError) {
@@ -67,7 +87,8 @@ struct AnalyzeCommand: Command {
         let spec = try Self.spec(manifest: workspace.manifest, stateDirectory: workspace.directory.path)
         var variables = ["version": version, "build": build, "slot": slot.rawValue, "app_id": workspace.manifest.appID]
         variables["hostname"] = Self.hostname()
-        let analysis = AnalysisRun(spec: spec, variables: variables)
+        if let baselineVersion { variables["previous_version"] = baselineVersion }
+        let analysis = AnalysisRun(spec: spec, variables: variables, comparison: comparison)
         Self.readSignals(into: analysis)
         let verdict = analysis.run(endingAt: endsAt) { event in
             switch event {

@@ -107,6 +107,9 @@ struct RolloutPlan: Sendable, Equatable {
         var analysis: [String: String] = [:]
         for (key, value) in settings.sorted(by: { $0.key < $1.key }) where key.hasPrefix("analysis.") {
             analysis[key] = value
+            if key == "analysis.baseline" || key.hasPrefix("analysis.baseline.") {
+                throw fail("has \(key), but a fleet rollout has no baseline beside its builds (analysis.baseline judges one host's bake window, where both builds serve); remove it.")
+            }
             if key.hasPrefix("analysis.check."), key.hasSuffix(".kind"), !fleetKinds.contains(value) {
                 throw fail("has \(key)=\(value), but a fleet rollout runs kind=prometheus checks only (http and app checks judge one host's bake window).")
             }

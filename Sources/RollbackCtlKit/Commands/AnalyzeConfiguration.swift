@@ -18,6 +18,11 @@ extension CommandConfiguration {
             .init("--build", .value("SHA256"), required: true, help: "The build on probation (its library's SHA-256): $build in queries."),
             .init("--version", .value("VERSION"), required: true, help: "Its version: $version in queries."),
             .init("--ends-at", .value("UNIX_MS"), required: true, help: "When the bake window ends (Unix time in milliseconds)."),
+            .init("--baseline-pid", .value("PID"), help: "analysis.baseline: the previous build's child, serving beside the build on probation."),
+            .init("--canary-pid", .value("PID"), help: "analysis.baseline: the child of the build on probation."),
+            .init("--baseline-version", .value("VERSION"), help: "analysis.baseline: the previous build's version."),
+            .init("--baseline-slot", .value("SLOT"), help: "analysis.baseline: the previous build's slot."),
+            .init("--no-baseline", .value("REASON"), help: "analysis.baseline: no build serves beside it, and why."),
         ],
         sections: [("EXIT STATUS", "0 after the verdict or when standard input closes; 64 bad usage; 78 the analysis settings do not read.")],
         isRemote: true)

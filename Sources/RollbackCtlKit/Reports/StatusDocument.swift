@@ -214,10 +214,21 @@ package struct StatusDocument: Codable, Equatable, Sendable {
         package var checks: [Check]
         /// Why the record was ignored (damaged), else nil.
         package var problem: String?
+        /// With `analysis.baseline=true`: the build compared with, serving beside it; nil otherwise.
+        package var baseline: Baseline? = nil
 
         enum CodingKeys: String, CodingKey {
             case slot, version, build, state, startedAt = "started_at", endsAt = "ends_at", windowSeconds = "window_s"
-            case secondsLeft = "seconds_left", result, supervised, checks, problem
+            case secondsLeft = "seconds_left", result, supervised, checks, problem, baseline
+        }
+
+        /// The baseline of a comparison: its slot, version and child, or why none ran.
+        package struct Baseline: Codable, Equatable, Sendable {
+            package var slot: String?
+            package var version: String?
+            package var pid: Int32?
+            /// Why no baseline served beside the build (a stop-first switch, the first start).
+            package var absent: String?
         }
     }
 

@@ -27,10 +27,25 @@ extension StatusReport {
         case .passed, .failed, .promoted, .aborted:
             lines.append("Probation: \(what) \(record.state.rawValue) (\(record.windowSeconds) s window, started \(formatUTC(record.startedAt / 1000))): \(record.result ?? "no result").")
         }
+        switch record.comparison {
+        case .beside(let pid, _, let slot, let version, _)?:
+            lines.append("  compared with the \(slot.rawValue) build (\(version)), pid \(pid), serving beside it (analysis.baseline)")
+        case .none(let why)?:
+            lines.append("  no baseline (analysis.baseline): \(why); judged by its absolute checks only")
+        case nil:
+            break
+        }
         for check in record.checks {
             lines.append("  \(check.name): \(check.phase): \(check.sentence)")
         }
         return lines
+    }
+
+    static func baselineDocument(_ comparison: ProbationRecord.Comparison) -> StatusDocument.Probation.Baseline {
+        switch comparison {
+        case .beside(let pid, _, let slot, let version, _): return .init(slot: slot.rawValue, version: version, pid: pid, absent: nil)
+        case .none(let why): return .init(slot: nil, version: nil, pid: nil, absent: why)
+        }
     }
 
     var probationDocument: StatusDocument.Probation? {
@@ -44,6 +59,6 @@ extension StatusReport {
                      windowSeconds: record.windowSeconds, secondsLeft: secondsLeft(record), result: record.result,
                      supervised: supervisor != nil,
                      checks: record.checks.map { .init(name: $0.name, phase: $0.phase, sentence: $0.sentence, at: $0.at > 0 ? formatRFC3339($0.at / 1000) : nil) },
-                     problem: nil)
+                     problem: nil, baseline: record.comparison.map(Self.baselineDocument))
     }
 }

@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import SwitchbackCore
 import SwitchbackRemote
 
@@ -28,10 +31,23 @@ public final class AnalysisRun: @unchecked Sendable {
         case verdict(AnalysisVerdict)
     }
 
-    /// The analysis.
+    /// What the new build is compared with (`analysis.baseline=true`).
+    public enum Comparison: Sendable, Equatable {
+        /// The previous build serves beside it: every http probe is attributed to the child
+        /// that accepted it (`AttributedProbe`), the baseline's kept apart from the absolute checks.
+        case beside(baselinePID: pid_t, canaryPID: pid_t)
+        /// No baseline runs: the comparison check is dropped and the verdict says why.
+        case none(String)
+    }
+
+    /// The analysis (without its comparison check when no baseline runs).
     public let spec: AnalysisSpec
     /// The query variables (`version`, `build`, `slot`, `app_id`, `hostname`, `previous_version`).
     public let variables: [String: String]
+    /// The two children's pids while a baseline serves beside the build on probation.
+    public let pids: (baseline: pid_t, canary: pid_t)?
+    /// Why the comparison the spec asks for was dropped, for the verdict's sentence.
+    public let noBaseline: String?
 
     // Everything below is guarded by `monitor`.
     private let monitor = Monitor()
@@ -39,6 +55,10 @@ public final class AnalysisRun: @unchecked Sendable {
     private var windows: [String: HTTPProbeWindow] = [:]
     private var lastMeasuredAt: [String: Int64] = [:]
     private var appFailures = 0
+    /// Each http check's probes attributed to each build since the start (a baseline beside).
+    private var samples: [String: (canary: [BaselineComparison.Sample], baseline: [BaselineComparison.Sample])] = [:]
+    /// The most samples kept of each build per check: the latest.
+    static let maximumSamples = 5_000
     private var isOver = false
     /// The deadline passed: the last measurements are the run's own; the loops record nothing more.
     private var isEnding = false
@@ -48,7 +68,21 @@ public final class AnalysisRun: @unchecked Sendable {
     /// waits past a bake window for the verdict (`SupervisorMachine.verdictGraceSeconds`).
     static let endQueryLimitMilliseconds = 10_000
 
-    public init(spec: AnalysisSpec, variables: [String: String] = [:]) {
+    public init(spec: AnalysisSpec, variables: [String: String] = [:], comparison: Comparison? = nil) {
+        var spec = spec
+        let compares = spec.checks.contains { if case .baseline = $0.kind { true } else { false } }
+        switch comparison {
+        case .beside(let baselinePID, let canaryPID)? where compares:
+            pids = (baselinePID, canaryPID)
+            noBaseline = nil
+        case .none(let why)? where compares:
+            pids = nil
+            noBaseline = why
+        default:
+            pids = nil
+            noBaseline = compares ? "the supervisor named no build serving beside it" : nil
+        }
+        if pids == nil { spec.checks.removeAll { if case .baseline = $0.kind { true } else { false } } }
         self.spec = spec
         self.variables = variables
         judge = AnalysisJudge(spec: spec)
@@ -93,7 +127,10 @@ public final class AnalysisRun: @unchecked Sendable {
                 for measurement in last where judge.verdict == nil { record(measurement, at: now, ending: true) }
                 if judge.verdict == nil { measureAtTheEnd(now: now) }
             }
-            let verdict = judge.verdict ?? (stopped ? .inconclusive("the analysis was stopped before its window ended") : judge.finish())
+            var verdict = judge.verdict ?? (stopped ? .inconclusive("the analysis was stopped before its window ended") : judge.finish())
+            if let noBaseline {
+                verdict = AnalysisVerdict(word: verdict.word, sentence: verdict.sentence + " (no baseline: \(noBaseline); judged by the absolute checks only)") ?? verdict
+            }
             if !stopped { emit?(.verdict(verdict)) }
             isOver = true
             emit = nil
@@ -162,10 +199,49 @@ public final class AnalysisRun: @unchecked Sendable {
                 }
             case .app(let settings):
                 record(settings.measurement(failures: appFailures, check: check.name), at: now, ending: true)
+            case .baseline(let settings):
+                record(comparisonMeasurement(check.name, settings: settings, ending: true)!, at: now, ending: true)
             case .prometheus:
                 break
             }
         }
+    }
+
+    /// The comparison's measurement from the samples so far (the lock held): nil while either
+    /// build has too few of them, unless `ending` (then an inconclusive one that says so).
+    private func comparisonMeasurement(_ name: String, settings: BaselineSettings, ending: Bool) -> Measurement? {
+        var results: [BaselineComparison.MetricResult] = []
+        var counts = (canary: 0, baseline: 0)
+        for check in spec.checks {
+            guard case .http = check.kind else { continue }
+            let both = samples[check.name] ?? ([], [])
+            counts.canary += both.canary.count
+            counts.baseline += both.baseline.count
+            results += BaselineComparison.compare(check: check.name, canary: both.canary, baseline: both.baseline, settings: settings) ?? []
+        }
+        guard !results.isEmpty || ending else { return nil }
+        return BaselineComparison.measurement(name: name, results: results, settings: settings, counts: counts).measurement
+    }
+
+    /// Records one probe's outcome (the lock held): the baseline's go to the comparison only;
+    /// the canary's, and those no build took, to the check's window as well.
+    private func recordProbe(_ probe: HTTPProbeWindow.Probe, holder: Int?, check: String) {
+        guard pids != nil, let holder else {
+            windows[check]?.record(probe)
+            return
+        }
+        let sample = BaselineComparison.Sample(isSuccess: probe.isSuccess, latencyMilliseconds: probe.latencyMilliseconds)
+        var both = samples[check] ?? ([], [])
+        if holder == 0 {
+            both.baseline.append(sample)
+            if both.baseline.count > Self.maximumSamples { both.baseline.removeFirst(both.baseline.count - Self.maximumSamples) }
+            windows[check]?.withdraw(at: probe.at)
+        } else {
+            both.canary.append(sample)
+            if both.canary.count > Self.maximumSamples { both.canary.removeFirst(both.canary.count - Self.maximumSamples) }
+            windows[check]?.record(probe)
+        }
+        samples[check] = both
     }
 
     private func loop(_ check: AnalysisCheck, start: Int64) {
@@ -173,7 +249,7 @@ public final class AnalysisRun: @unchecked Sendable {
         var nextMeasurement = start + interval
         switch check.kind {
         case .http(let settings):
-            let prober = HTTPProber(settings: settings)
+            let prober = HTTPProber(settings: settings, pids: pids.map { [$0.baseline, $0.canary] })
             let probeInterval = Int64(settings.probeIntervalMilliseconds)
             // Every probe ends by its timeout, so this many are never all still out at once
             // unless the machine cannot run their threads; a tick past it is a failed probe.
@@ -194,10 +270,10 @@ public final class AnalysisRun: @unchecked Sendable {
                         } else {
                             window.sent(at: at)
                             FetchThread.start { [self] in
-                                let probe = prober.probe(at: at)
+                                let (probe, holder) = prober.attributedProbe(at: at)
                                 monitor.withLock {
                                     guard !isOver else { return }
-                                    windows[check.name]?.record(probe)
+                                    recordProbe(probe, holder: holder, check: check.name)
                                 }
                             }
                         }
@@ -232,6 +308,21 @@ public final class AnalysisRun: @unchecked Sendable {
                 let now = MonotonicClock.milliseconds()
                 nextMeasurement = max(nextMeasurement + interval, now)
                 monitor.withLock { record(measurement, at: now) }
+            }
+        case .baseline(let settings):
+            while true {
+                let over: Bool = monitor.withLock {
+                    while !isOver, judge.verdict == nil, MonotonicClock.milliseconds() < nextMeasurement {
+                        monitor.wait(until: nextMeasurement * 1_000_000)
+                    }
+                    if !isOver, judge.verdict == nil {
+                        let now = MonotonicClock.milliseconds()
+                        if let measurement = comparisonMeasurement(check.name, settings: settings, ending: false) { record(measurement, at: now) }
+                        nextMeasurement += interval
+                    }
+                    return isOver || judge.verdict != nil
+                }
+                if over { return }
             }
         case .app(let settings):
             while true {

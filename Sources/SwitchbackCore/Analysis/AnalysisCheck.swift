@@ -39,6 +39,10 @@ public struct AnalysisCheck: Sendable, Equatable {
         case prometheus(Prometheus)
         /// The app's own failure count, reported through the SDK.
         case app(App)
+        /// The new build compared with the previous one serving beside it, from the http
+        /// checks' probes attributed to each (`analysis.baseline=true`; the check is named
+        /// `baseline`; `BaselineComparison`).
+        case baseline(BaselineSettings)
 
         /// `http`, `prometheus` or `app`, as `analysis.check.NAME.kind` spells it.
         public var name: String {
@@ -46,6 +50,7 @@ public struct AnalysisCheck: Sendable, Equatable {
             case .http: return "http"
             case .prometheus: return "prometheus"
             case .app: return "app"
+            case .baseline: return "baseline"
             }
         }
     }

@@ -4,7 +4,9 @@ import SwitchbackFiles
 struct SettingsReader {
     let settings: [String: String]
 
-    static let topLevel = ["window_s", "interval_s", "failure_limit", "inconclusive_limit", "consecutive_error_limit", "checks", "allow_insecure_http", "dry_run"]
+    static let topLevel = ["window_s", "interval_s", "failure_limit", "inconclusive_limit", "consecutive_error_limit", "checks", "allow_insecure_http", "dry_run",
+                           "baseline", "baseline.confidence", "baseline.max_slowdown_percent", "baseline.max_error_increase_percent",
+                           "baseline.min_samples", "baseline.pass_score", "baseline.marginal_score", "baseline.on_failure"]
     static let fields: [String: [String]] = [
         "http": ["kind", "interval_s", "url", "success_status", "probe_interval_ms", "timeout_ms", "window_s",
                  "max_failure_percent", "latency_limit_ms", "latency_percentile", "min_probes", "on_failure"],
@@ -40,7 +42,64 @@ struct SettingsReader {
             check.onFailure = try failureAction(name)
             spec.checks.append(check)
         }
+        if let baseline = try baseline(names: names, checks: spec.checks, intervalSeconds: spec.intervalSeconds) { spec.checks.append(baseline) }
         return spec
+    }
+
+    /// `analysis.baseline=true`: the comparison check, named `baseline`, measured every
+    /// `analysis.interval_s` from the http checks' probes, each attributed to the build that
+    /// answered it; nil when it is off. Refused: no http check to compare by, a check of
+    /// its own named `baseline`, or probes too sparse for `min_samples` from each build in
+    /// the window (each build answers about half of them).
+    func baseline(names: [String], checks: [AnalysisCheck], intervalSeconds: Int) throws(AnalysisSpecError) -> AnalysisCheck? {
+        let keys = settings.keys.filter { $0.hasPrefix("analysis.baseline.") }.sorted()
+        guard try boolean("analysis.baseline") else {
+            if let key = keys.first {
+                throw AnalysisSpecError(.invalidValue, key: key, "\(key) is set but analysis.baseline is not true; set analysis.baseline=true or remove the key.")
+            }
+            return nil
+        }
+        guard !names.contains("baseline") else {
+            throw AnalysisSpecError(.invalidValue, key: "analysis.checks",
+                                    "analysis.checks lists a check named baseline, the name analysis.baseline=true gives the comparison; rename the check.")
+        }
+        let probes: [AnalysisCheck.HTTP] = checks.compactMap { if case .http(let http) = $0.kind { http } else { nil } }
+        guard !probes.isEmpty else {
+            throw AnalysisSpecError(.invalidValue, key: "analysis.baseline",
+                                    "analysis.baseline=true compares the builds by the answers to an http check's probes, and analysis.checks has no http check; add one (analysis.check.NAME.kind=http).")
+        }
+        for check in checks {
+            guard case .http(let http) = check.kind, !http.url.hasPrefix("http://") else { continue }
+            throw AnalysisSpecError(.invalidValue, key: "analysis.check.\(check.name).url",
+                                    "analysis.baseline=true probes each build over plain http (it sees which process accepted each connection), and analysis.check.\(check.name).url is \(http.url.prefix(80)); probe the app's own http address (e.g. http://127.0.0.1:8080/health).")
+        }
+        var baseline = BaselineSettings()
+        let prefix = "analysis.baseline."
+        baseline.confidence = try decimal(prefix + "confidence", in: 0.5...0.9999, "a confidence") ?? baseline.confidence
+        baseline.maxSlowdownPercent = try decimal(prefix + "max_slowdown_percent", in: 0...1000, "a percentage") ?? baseline.maxSlowdownPercent
+        baseline.maxErrorIncreasePercent = try decimal(prefix + "max_error_increase_percent", in: 0...100, "a percentage") ?? baseline.maxErrorIncreasePercent
+        baseline.minSamples = try integer(prefix + "min_samples", in: 2...100_000, "a whole number of probes") ?? baseline.minSamples
+        baseline.passScore = try decimal(prefix + "pass_score", in: 0...100, "a score") ?? baseline.passScore
+        baseline.marginalScore = try decimal(prefix + "marginal_score", in: 0...100, "a score") ?? baseline.marginalScore
+        guard baseline.marginalScore <= baseline.passScore else {
+            throw AnalysisSpecError(.invalidValue, key: prefix + "marginal_score",
+                                    "\(prefix)marginal_score is \(AnalysisFormat.number(baseline.marginalScore)), above \(prefix)pass_score (\(AnalysisFormat.number(baseline.passScore))); write a marginal score at most the pass score.")
+        }
+        // Each build answers about half of the probes: the window must hold min_samples of each.
+        let most = probes.map { $0.windowMilliseconds / $0.probeIntervalMilliseconds / 2 }.max() ?? 0
+        guard baseline.minSamples <= most else {
+            throw AnalysisSpecError(.invalidValue, key: prefix + "min_samples",
+                                    "\(prefix)min_samples is \(baseline.minSamples), but each build answers about half of the probes and the window holds at most \(most) for each; lower min_samples, lower probe_interval_ms or widen analysis.window_s.")
+        }
+        var check = AnalysisCheck(name: "baseline", intervalMilliseconds: intervalSeconds * 1000, kind: .baseline(baseline))
+        let key = prefix + "on_failure"
+        if let text = settings[key] {
+            guard let action = AnalysisCheck.FailureAction(rawValue: text) else {
+                throw AnalysisSpecError(.invalidValue, key: key, "\(key) is '\(text.prefix(40))'; write rollback, hold or record.")
+            }
+            check.onFailure = action
+        }
+        return check
     }
 
     func checkNames() throws(AnalysisSpecError) -> [String] {
@@ -71,7 +130,7 @@ struct SettingsReader {
         if Self.topLevel.contains(String(rest)) { return }
         guard rest.hasPrefix("check.") else {
             throw AnalysisSpecError(.unknownKey, key: key,
-                                    "\(key) is not an analysis setting; write analysis.window_s, interval_s, failure_limit, inconclusive_limit, consecutive_error_limit, checks, allow_insecure_http, dry_run or analysis.check.NAME.FIELD.")
+                                    "\(key) is not an analysis setting; write analysis.window_s, interval_s, failure_limit, inconclusive_limit, consecutive_error_limit, checks, allow_insecure_http, dry_run, baseline, baseline.FIELD or analysis.check.NAME.FIELD.")
         }
         let path = rest.dropFirst("check.".count)
         guard let dot = path.lastIndex(of: "."), dot != path.startIndex else {

@@ -51,6 +51,11 @@ public struct HTTPProbeWindow: Sendable {
         pending.append(at)
     }
 
+    /// A probe sent `at` ended and is not this window's (the baseline answered it).
+    public mutating func withdraw(at: Int64) {
+        if let index = pending.firstIndex(of: at) { pending.remove(at: index) }
+    }
+
     /// Adds a probe that ended (probes sent at a fixed rate may end out of order) and drops
     /// those that left the window.
     public mutating func record(_ probe: Probe) {

@@ -44,6 +44,24 @@ public struct ProbationRecord: Sendable, Equatable {
         }
     }
 
+    /// With `analysis.baseline=true`: the build the window compares with, or why there is none.
+    public enum Comparison: Sendable, Equatable {
+        /// The build a start-first switch replaced serves beside the new one (the canary).
+        case beside(baselinePID: Int32, canaryPID: Int32, slot: BuildSlot, version: String, build: String)
+        /// No build serves beside it (a stop-first switch, the first start): the absolute checks judge.
+        case none(String)
+
+        /// The clause the supervisor and the history add to "on probation for N s".
+        public var clause: String {
+            switch self {
+            case .beside(let pid, _, let slot, let version, _):
+                return ", compared with the \(slot.rawValue) build (\(version), pid \(pid)) serving beside it"
+            case .none(let why):
+                return ", judged by its absolute checks only: no baseline, because \(why)"
+            }
+        }
+    }
+
     public var slot: BuildSlot
     public var version: String
     /// The build's SHA-256.
@@ -56,6 +74,8 @@ public struct ProbationRecord: Sendable, Equatable {
     public var result: String?
     /// The checks' last measurements, in the order they first reported.
     public var checks: [CheckResult]
+    /// With `analysis.baseline=true`, what the window compares with; nil otherwise.
+    public var comparison: Comparison?
 
     public init(slot: BuildSlot, version: String, build: String, startedAt: Int64, endsAt: Int64,
                 state: State = .baking, result: String? = nil, checks: [CheckResult] = []) {
@@ -103,6 +123,15 @@ public struct ProbationRecord: Sendable, Equatable {
         text.append("ends_at", String(endsAt))
         text.append("state", state.rawValue)
         if let result { text.append("result", Limits.truncated(result)) }
+        switch comparison {
+        case .beside(let baselinePID, let canaryPID, let slot, let version, let build)?:
+            text.append("baseline", "\(slot.rawValue) \(baselinePID) \(canaryPID) \(build)")
+            text.append("baseline.version", version)
+        case .none(let why)?:
+            text.append("baseline.none", Limits.truncated(why))
+        case nil:
+            break
+        }
         for check in checks {
             text.append("check.\(check.name)", "\(check.phase) \(Limits.truncated(check.sentence))")
             text.append("check.\(check.name).at", String(check.at))
@@ -139,6 +168,13 @@ public struct ProbationRecord: Sendable, Equatable {
         guard endsAt >= startedAt else { throw invalid("ends before it started") }
         var record = ProbationRecord(slot: slot, version: text["version"] ?? "", build: build, startedAt: startedAt, endsAt: endsAt,
                                      state: state, result: text["result"])
+        if let words = text["baseline"]?.split(separator: " "), words.count == 4, let slot = BuildSlot(rawValue: String(words[0])),
+           let baselinePID = Int32(words[1]), let canaryPID = Int32(words[2]) {
+            record.comparison = .beside(baselinePID: baselinePID, canaryPID: canaryPID, slot: slot,
+                                        version: text["baseline.version"] ?? "", build: String(words[3]))
+        } else if let why = text["baseline.none"] {
+            record.comparison = .none(why)
+        }
         for index in 0..<text.count {
             let key = text.key(at: index)
             guard key.hasPrefix("check."), !key.hasSuffix(".at") else { continue }

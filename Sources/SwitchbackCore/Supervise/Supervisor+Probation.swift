@@ -90,6 +90,7 @@ extension Supervisor {
         let arguments = [program.path, "analyze", "--state-dir", directory.path,
                          "--slot", record.slot.rawValue, "--build", record.build, "--version", record.version,
                          "--ends-at", String(record.endsAt)]
+            + Self.comparisonArguments(record.comparison)
         var environment = Self.inheritedEnvironment()
         environment.removeAll { $0.hasPrefix("NOTIFY_SOCKET=") }
         var pid: pid_t = 0
@@ -110,6 +111,19 @@ extension Supervisor {
         }
         _ = fcntl(fromChild[0], F_SETFL, fcntl(fromChild[0], F_GETFL) | O_NONBLOCK)
         analyzer = Analyzer(pid: pid, output: fromChild[0], input: toChild[1])
+    }
+
+    /// What the analyzer is told of the baseline: the two children's pids, or why there is none.
+    static func comparisonArguments(_ comparison: ProbationRecord.Comparison?) -> [String] {
+        switch comparison {
+        case .beside(let baselinePID, let canaryPID, let slot, let version, _)?:
+            return ["--baseline-pid", String(baselinePID), "--canary-pid", String(canaryPID),
+                    "--baseline-version", version, "--baseline-slot", slot.rawValue]
+        case .none(let why)?:
+            return ["--no-baseline", why]
+        case nil:
+            return []
+        }
     }
 
     /// Stops the analyzer: its stdin closes (it exits at once) and SIGTERM follows; it is

@@ -139,6 +139,7 @@ public final class Supervisor {
             overrideSeen = (try? FileSystem.status(ProbationRecord.overridePath(in: directory))).flatMap { $0.map(FileFingerprint.init) }
             machine.bakeWindowSeconds = bakeWindowSeconds()
             machine.resumable = loadProbationRecord()
+            machine.configuration.comparesWithBaseline = manifest.settings["analysis.baseline"] == "true"
         }
     }
 

@@ -65,7 +65,8 @@ extension SupervisorMachine {
 
     /// A child became ready and serves: its build goes on probation when it is not the build
     /// last judged (or resumes when the record says its window is still open).
-    mutating func probationOnReady(_ child: SupervisedChild, now: Moment) -> [Action] {
+    /// `comparison`: with `analysis.baseline=true`, the build serving beside it or why none does.
+    mutating func probationOnReady(_ child: SupervisedChild, now: Moment, comparison: ProbationRecord.Comparison? = nil) -> [Action] {
         guard let slot = child.slot, let build = child.build else { return [] }
         if let record = probation.record, record.build == build { return [] }
         var actions: [Action] = []
@@ -79,6 +80,9 @@ extension SupervisorMachine {
         if let last = resumable, last.build == build {
             resumable = nil
             if last.state == .baking, last.endsAt > nowMilliseconds {
+                var last = last
+                // The children of the supervisor that started the window did not survive it.
+                if last.comparison != nil { last.comparison = .none("the supervisor was restarted during the window, and the baseline with it") }
                 probation = .analyzing(last, overdueAt: overdue(last, now: now))
                 let left = (last.endsAt - nowMilliseconds + 999) / 1000
                 return actions + [.say("the \(slot.rawValue) build (\(last.version)) resumes its bake window: \(left) s left."),
@@ -92,10 +96,11 @@ extension SupervisorMachine {
         }
         resumable = nil
         guard bakeWindowSeconds > 0 else { return actions }
-        let record = ProbationRecord(slot: slot, version: configuration.version(slot), build: build,
+        var record = ProbationRecord(slot: slot, version: configuration.version(slot), build: build,
                                      startedAt: nowMilliseconds, endsAt: nowMilliseconds + Int64(bakeWindowSeconds) * 1000)
+        record.comparison = comparison
         probation = .analyzing(record, overdueAt: overdue(record, now: now))
-        let started = "the \(slot.rawValue) build (\(record.version)) is on probation for \(bakeWindowSeconds) s"
+        let started = "the \(slot.rawValue) build (\(record.version)) is on probation for \(bakeWindowSeconds) s" + (comparison?.clause ?? "")
         return actions + [.say(started + "."), .recordProbation(record),
                           .recordHistory(.probationStarted, from: slot, to: slot, reason: started + " (until \(formatRFC3339(record.endsAt / 1000)))"),
                           .startAnalyzer(record)]
@@ -128,22 +133,25 @@ extension SupervisorMachine {
         switch verdict {
         case .passed:
             let note = "passed \(window)"
-            return [.say("\(what) \(note): \(sentence)."),
+            return releaseBaseline(because: "the window passed", now: now) + [.say("\(what) \(note): \(sentence)."),
                     .recordHistory(.probationPassed, from: record.slot, to: record.slot, reason: "\(what) \(note): \(sentence)"),
                     .markGoodAfterProbation(slot: record.slot, build: record.build, note: note), .recordProbation(record)]
         case .failed:
+            // A baseline still serving takes over when the choice moves to its slot; the choice
+            // is read again at once, and a baseline it does not select then stops.
             return [.recordHistory(.probationFailed, from: record.slot, to: record.slot, reason: "\(what) failed \(window): \(sentence)"),
                     .markBad(slot: record.slot, build: record.build, why: "failed \(window): \(sentence)"), .recordProbation(record)]
+                + (baseline == nil ? [] : [.reconsiderChoice])
         case .held, .inconclusive:
             let held = record.state == .held
             let reason = held ? "\(what) is held by \(window): \(sentence)" : "\(what) ended \(window) inconclusive: \(sentence)"
-            return [.say("\(HealthPolicy.capitalized(reason)); it stays: run rollbackctl promote to keep it or rollbackctl abort to roll it back."),
+            return releaseBaseline(because: "the window ended \(held ? "held" : "inconclusive")", now: now) + [.say("\(HealthPolicy.capitalized(reason)); it stays: run rollbackctl promote to keep it or rollbackctl abort to roll it back."),
                     .recordProbation(record),
                     .recordHistory(held ? .probationHeld : .probationInconclusive, from: record.slot, to: record.slot, reason: reason)]
         case .wouldRollBack, .wouldHold:
             let note = "ended \(window), a dry run"
             let reason = "\(what) \(note): \(sentence)"
-            return [.say("\(HealthPolicy.capitalized(reason)); nothing was done, it stays."),
+            return releaseBaseline(because: "a dry run keeps the new build", now: now) + [.say("\(HealthPolicy.capitalized(reason)); nothing was done, it stays."),
                     .recordHistory(record.state == .wouldHold ? .probationWouldHold : .probationWouldRollBack,
                                    from: record.slot, to: record.slot, reason: reason),
                     .markGoodAfterProbation(slot: record.slot, build: record.build, note: "\(note) that \(sentence)"),

@@ -6,6 +6,7 @@ import Glibc
 /// a candidate that takes over or fails, readiness, the start deadline, the watchdog, drains.
 extension SupervisorMachine {
     mutating func exited(pid: pid_t, status: ExitStatus, now: Moment) -> [Action] {
+        if baseline?.pid == pid { return baselineExited(status: status) }
         if let index = draining.firstIndex(where: { $0.pid == pid }) {
             draining.remove(at: index)
             if pause != nil { return pauseAfterDrain(now: now) }
@@ -85,7 +86,7 @@ extension SupervisorMachine {
                 .publish]
     }
 
-    private mutating func stop(with code: Int32) -> [Action] {
+    mutating func stop(with code: Int32) -> [Action] {
         state = .stopped(exitCode: code)
         return [.exit(code)]
     }
@@ -178,24 +179,32 @@ extension SupervisorMachine {
     private mutating func becameReady(_ pid: pid_t, now moment: Moment) -> [Action] {
         let now = moment.monotonic
         var actions = cancellingProbe(of: pid)
-        if case .switching(var old, let child) = state, child.pid == pid {
-            // The switch: the new child serves; the old one stops gracefully. Out of the accept
-            // pool first: connections it accepted just before get their requests read, so its
-            // graceful stop finishes them instead of dropping them.
-            actions.append(.drain(pid: old.pid))
-            old.phase = .draining
-            old.terminateAt = now + Double(settings.drainMilliseconds) / 1000
-            old.drainAgainAt = now + Double(settings.drainMilliseconds) / 2000
-            draining.append(old)
-            actions.append(.say("\(child.title) is ready (\(child.readySignal?.how ?? "ready")); stopping \(old.title) gracefully."))
+        var comparison: ProbationRecord.Comparison? = configuration.comparesWithBaseline ? .none("no other build was serving when it started") : nil
+        if case .switching(let old, let child) = state, child.pid == pid {
+            // The switch: the new child serves; the old one stops gracefully (or, compared
+            // with it, serves beside it for the bake window).
+            actions += releaseBaseline(because: "\(child.title) replaced the build it was compared with", now: moment)
+            if keepsAsBaseline(old, beside: child, now: moment) {
+                baseline = old
+                comparison = .beside(baselinePID: old.pid, canaryPID: child.pid, slot: old.knownSlot,
+                                     version: old.outdatedVersion ?? configuration.version(old.knownSlot), build: old.build ?? "")
+                actions.append(.say("\(child.title) is ready (\(child.readySignal?.how ?? "ready")); \(old.title) keeps serving beside it as the baseline of its bake window."))
+            } else {
+                if comparison != nil, old.phase != .ready { comparison = .none("the build it replaced was not ready") }
+                actions.append(drain(old, now: now))
+                actions.append(.say("\(child.title) is ready (\(child.readySignal?.how ?? "ready")); stopping \(old.title) gracefully."))
+            }
             state = .running(child)
             switchFailure = nil
         }
-        if let target = pause?.step.child, target.pid == pid { actions += pauseEnded(target, now: moment) }
+        if let ended = pause, let target = ended.step.child, target.pid == pid {
+            if comparison != nil { comparison = .none("the switch stopped the old build first (\(ended.why))") }
+            actions += pauseEnded(target, now: moment)
+        }
         guard let serving, serving.pid == pid else { return actions }
         if let how = serving.readySignal?.how { actions.append(.recordGoodMark(serving, how: how)) }
         actions.append(.notifySystemd(["READY=1", "STATUS=\(statusLine(serving))", "MAINPID=\(configuration.supervisorPID)"]))
-        actions += probationOnReady(serving, now: moment)
+        actions += probationOnReady(serving, now: moment, comparison: comparison)
         if keepsChoice == pid {
             // Restored after a failed stop-first switch: no retry until the choice changes again.
             keepsChoice = nil
@@ -203,6 +212,18 @@ extension SupervisorMachine {
         }
         // The choice may have changed again while the candidate started.
         return actions + [.publish, .reconsiderChoice]
+    }
+
+    /// Moves `child` out of the accept pool and into `draining`: connections it accepted just
+    /// before get their requests read, so its graceful stop (SIGTERM when it says it is idle,
+    /// or at the end of `supervise.drain_ms`) finishes them instead of dropping them.
+    mutating func drain(_ child: SupervisedChild, now: Double) -> Action {
+        var old = child
+        old.phase = .draining
+        old.terminateAt = now + Double(settings.drainMilliseconds) / 1000
+        old.drainAgainAt = now + Double(settings.drainMilliseconds) / 2000
+        draining.append(old)
+        return .drain(pid: old.pid)
     }
 
     private mutating func checkWatchdog(now: Double) -> [Action] {

@@ -216,6 +216,9 @@ struct SupervisorMachine {
         var bakeWindowSeconds = 0
         /// The probation record found at the start: resumed when its build serves again.
         var resumable: ProbationRecord? = nil
+        /// `analysis.baseline=true`: a start-first switch keeps the build it replaces serving
+        /// beside the new one for the bake window, and the analysis compares the two.
+        var comparesWithBaseline = false
 
         func version(_ slot: BuildSlot) -> String { slot == .current ? currentVersion : previousVersion }
     }
@@ -229,6 +232,9 @@ struct SupervisorMachine {
     var state = State.idle
     /// Old children leaving after a live switch.
     var draining: [SupervisedChild] = []
+    /// The child of the build a start-first switch replaced, kept serving beside the new one
+    /// for its bake window (`analysis.baseline=true`, SupervisorMachine+Baseline).
+    var baseline: SupervisedChild?
     /// Abnormal exits so far (published).
     var restarts = 0
     /// The next restart delay, in milliseconds.
@@ -288,7 +294,7 @@ struct SupervisorMachine {
         }
     }
 
-    var children: [SupervisedChild] { [serving, candidate].compactMap { $0 } + draining }
+    var children: [SupervisedChild] { [serving, candidate, baseline].compactMap { $0 } + draining }
 
     var isStopping: Bool {
         if case .stopping = state { return true }
@@ -419,7 +425,7 @@ struct SupervisorMachine {
         case .probationRequest(let request):
             return probationRequested(request, now: now)
         case .releaseInstalled(let release):
-            return releaseInstalled(release)
+            return releaseBaseline(because: "a release was installed", now: now) + releaseInstalled(release)
         }
     }
 
@@ -477,6 +483,7 @@ struct SupervisorMachine {
     }
 
     private mutating func choiceSelects(_ wanted: BuildSlot, path: SwitchPath, now: Moment) -> [Action] {
+        if let actions = baselineChoice(wanted, now: now) { return actions }
         guard case .running(var running) = state, let runningSlot = running.slot, running.stop == nil,
               wanted != runningSlot || running.outdatedVersion != nil else { return [] }
         if case .stopFirst(let why) = path { return pauseForChoice(running, wanted: wanted, why: why, now: now) }
@@ -539,6 +546,11 @@ struct SupervisorMachine {
             state = .stopping(deadline: deadline, serving: serving, candidate: candidate)
             return true
         default:
+            if var held = baseline, held.pid == pid {
+                body(&held)
+                baseline = held
+                return true
+            }
             guard let index = draining.firstIndex(where: { $0.pid == pid }) else { return false }
             body(&draining[index])
             return true
