@@ -1,4 +1,3 @@
-import CSwitchbackProbe
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -29,8 +28,9 @@ import Glibc
 public struct AttributedProbe: Sendable {
     /// What one probe found.
     public struct Outcome: Sendable, Equatable {
-        /// The index in `pids` of the process that accepted the connection; nil when none of
-        /// them did within the timeout, or no connection was made.
+        /// The index in `pids` of the process that accepted the connection, also when its answer
+        /// then failed (a build that accepts and never answers is named); nil when none of them
+        /// accepted it within the timeout, or no connection was made.
         public var holder: Int?
         /// The answer's status, once a final status line arrived (also when the answer then
         /// broke off: `failure` says so).
@@ -79,14 +79,15 @@ public struct AttributedProbe: Sendable {
     static let lookIntervalMicroseconds = 200
 
     /// A probe of `url` (`http://HOST[:PORT][/PATH][?QUERY]`; HOST a name, an IPv4 address or
-    /// a bracketed IPv6 one) attributed among `pids`, within `timeoutMilliseconds` (at least 1).
+    /// a bracketed IPv6 one) attributed among `pids`, within `timeoutMilliseconds` (taken as 1
+    /// when below, as a day when above).
     /// A URL that is not of that shape (another scheme, user information, a port outside
     /// 1–65535, a space, control or non-ASCII byte anywhere) makes every probe fail with "the
     /// URL is not http://HOST:PORT/PATH". A fragment (`#...`) is dropped, as browsers do.
     public init(url: String, pids: [pid_t], timeoutMilliseconds: Int) {
         self.url = url
         self.pids = pids
-        self.timeoutMilliseconds = Swift.max(1, timeoutMilliseconds)
+        self.timeoutMilliseconds = Swift.min(Swift.max(1, timeoutMilliseconds), 86_400_000)
         parts = Self.parse(url)
     }
 
@@ -251,113 +252,6 @@ extension AttributedProbe {
     }
 }
 
-// MARK: - Attribution
-
-extension AttributedProbe {
-    /// The two ends of a connected TCP socket, as the kernel names them.
-    struct Ends {
-        let family: Int32
-        let local: [UInt8]
-        let localPort: UInt16
-        let remote: [UInt8]
-        let remotePort: UInt16
-
-        /// Reads `fd`'s ends with getsockname(2) and getpeername(2); nil when they do not read.
-        init?(socket fd: Int32) {
-            guard let local = Self.end(fd, getsockname), let remote = Self.end(fd, getpeername),
-                  local.family == remote.family else { return nil }
-            family = local.family
-            (self.local, localPort) = (local.bytes, local.port)
-            (self.remote, remotePort) = (remote.bytes, remote.port)
-        }
-
-        private static func end(_ fd: Int32, _ read: (Int32, UnsafeMutablePointer<sockaddr>?, UnsafeMutablePointer<socklen_t>?) -> Int32)
-            -> (family: Int32, bytes: [UInt8], port: UInt16)? {
-            var storage = sockaddr_storage()
-            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let status = withUnsafeMutablePointer(to: &storage) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { read(fd, $0, &length) } }
-            guard status == 0 else { return nil }
-            switch Int32(storage.ss_family) {
-            case AF_INET:
-                let ipv4 = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in.self) }
-                return (AF_INET, withUnsafeBytes(of: ipv4.sin_addr) { Array($0) }, UInt16(bigEndian: ipv4.sin_port))
-            case AF_INET6:
-                let ipv6 = withUnsafeBytes(of: storage) { $0.load(as: sockaddr_in6.self) }
-                return (AF_INET6, withUnsafeBytes(of: ipv6.sin6_addr) { Array($0) }, UInt16(bigEndian: ipv6.sin6_port))
-            default:
-                return nil
-            }
-        }
-
-        /// What the kernel says of the server's side of this connection.
-        enum ServerSide: Equatable {
-            /// No such socket (gone, or not in this network namespace).
-            case absent
-            /// In the accept queue, or closed by its process: no descriptor holds it.
-            case waiting
-            /// Accepted: its socket's inode.
-            case accepted(inode: UInt)
-            /// The query failed with this errno.
-            case failed(Int32)
-        }
-
-        /// Wraps `switchback_probe_accepted_inode` (one exact NETLINK_SOCK_DIAG lookup).
-        func serverSide() -> ServerSide {
-            var inode: UInt = 0
-            let found = remote.withUnsafeBytes { server in
-                local.withUnsafeBytes { client in
-                    switchback_probe_accepted_inode(family, server.baseAddress, remotePort, client.baseAddress, localPort, &inode)
-                }
-            }
-            switch found {
-            case 1: return inode == 0 ? .waiting : .accepted(inode: inode)
-            case 0: return .absent
-            default: return .failed(errno)
-            }
-        }
-    }
-
-    /// The index in `pids` of the process whose descriptor table holds the socket `inode`, or
-    /// nil. Wraps `switchback_probe_holder` (a readlink(2) per open descriptor).
-    static func holder(of inode: UInt, among pids: [pid_t]) -> Int? {
-        let index = pids.withUnsafeBufferPointer { switchback_probe_holder(inode, $0.baseAddress, Int32($0.count)) }
-        return index >= 0 ? Int(index) : nil
-    }
-
-    /// Looks every 200 µs until a candidate holds the server's side of the connection; fails
-    /// when the deadline comes first, the server closes the connection, or the kernel query fails.
-    func attribute(_ fd: Int32, _ ends: Ends, deadline: Int64) -> Result<Int, Failure> {
-        var wasSeen = false
-        var wasAccepted = false
-        while true {
-            switch ends.serverSide() {
-            case .failed(let error):
-                return .failure(Failure(phrase: "the kernel's socket diagnostics failed: \(Self.errorText(error))"))
-            case .absent:
-                break
-            case .waiting:
-                wasSeen = true
-            case .accepted(let inode):
-                wasSeen = true
-                wasAccepted = true
-                if let holder = Self.holder(of: inode, among: pids) { return .success(holder) }
-            }
-            let left = (deadline - MonotonicClock.nanoseconds()) / 1000
-            if left <= 0 {
-                let phrase = wasAccepted ? "not accepted by either build within \(timeoutMilliseconds) ms"
-                    : wasSeen ? "not accepted within \(timeoutMilliseconds) ms"
-                    : "the kernel shows no server side of the connection (NAT, or another network namespace?)"
-                return .failure(Failure(phrase: phrase))
-            }
-            switch switchback_probe_wait_for_close(fd, Int(Swift.min(left, Int64(Self.lookIntervalMicroseconds)))) {
-            case 0: continue
-            case 1: return .failure(Failure(phrase: "the server closed the connection without answering"))
-            default: return .failure(Failure(phrase: "the connection could not be watched: \(Self.errorText(errno))"))
-            }
-        }
-    }
-}
-
 // MARK: - The exchange
 
 extension AttributedProbe {
@@ -408,71 +302,5 @@ extension AttributedProbe {
         case .needsMore:
             return Outcome(status: reader.status, body: reader.body, failure: timeout)
         }
-    }
-}
-
-// MARK: - The URL
-
-extension AttributedProbe {
-    /// The parts of `http://HOST[:PORT][/PATH][?QUERY][#FRAGMENT]`, or nil.
-    static func parse(_ url: String) -> Parts? {
-        let bytes = Array(url.utf8)
-        // Printable ASCII only: nothing that could end a request line or a header early.
-        guard bytes.allSatisfy({ (0x21...0x7E).contains($0) }) else { return nil }
-        let scheme = Array("http://".utf8)
-        guard bytes.count > scheme.count, bytes.prefix(scheme.count).map({ $0 | 0x20 }) == scheme.map({ $0 | 0x20 }) else { return nil }
-        var rest = bytes[scheme.count...]
-        if let hash = rest.firstIndex(of: UInt8(ascii: "#")) { rest = rest[..<hash] }
-        let authorityEnd = rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") } ?? rest.endIndex
-        let authority = rest[..<authorityEnd]
-        var target = String(decoding: rest[authorityEnd...], as: UTF8.self)
-        if !target.hasPrefix("/") { target = "/" + target }
-        guard !authority.isEmpty, !authority.contains(UInt8(ascii: "@")) else { return nil }
-
-        var hostText: Substring
-        var portText: Substring?
-        let authorityText = String(decoding: authority, as: UTF8.self)[...]
-        if authorityText.hasPrefix("[") {
-            guard let close = authorityText.firstIndex(of: "]") else { return nil }
-            hostText = authorityText[authorityText.index(after: authorityText.startIndex)..<close]
-            let after = authorityText[authorityText.index(after: close)...]
-            if !after.isEmpty {
-                guard after.hasPrefix(":") else { return nil }
-                portText = after.dropFirst()
-            }
-        } else {
-            let parts = authorityText.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false)
-            hostText = parts[0]
-            portText = parts.count > 1 ? parts[1] : nil
-            guard !hostText.contains(":") else { return nil }
-        }
-        var port: UInt16 = 80
-        if let portText {
-            guard !portText.isEmpty, portText.count <= 5, portText.allSatisfy({ $0.isASCII && $0.isNumber }),
-                  let value = Int(portText), (1...65535).contains(value) else { return nil }
-            port = UInt16(value)
-        }
-        guard !hostText.isEmpty else { return nil }
-
-        let host: Host
-        if authorityText.hasPrefix("[") {
-            guard let bytes = presentation(String(hostText), family: AF_INET6) else { return nil }
-            host = .address(family: AF_INET6, bytes: bytes)
-        } else if let bytes = presentation(String(hostText), family: AF_INET) {
-            host = .address(family: AF_INET, bytes: bytes)
-        } else if hostText.lowercased() == "localhost" {
-            host = .localhost
-        } else {
-            guard hostText.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "-" || $0 == "." || $0 == "_") }) else { return nil }
-            host = .name(String(hostText))
-        }
-        return Parts(host: host, port: port, authority: String(authorityText), target: target)
-    }
-
-    /// Wraps inet_pton(3): the address's bytes in network order, or nil.
-    static func presentation(_ text: String, family: Int32) -> [UInt8]? {
-        var bytes = [UInt8](repeating: 0, count: 16)
-        guard bytes.withUnsafeMutableBytes({ inet_pton(family, text, $0.baseAddress) }) == 1 else { return nil }
-        return Array(bytes.prefix(family == AF_INET ? 4 : 16))
     }
 }
