@@ -25,20 +25,41 @@ public struct HTTPProber: Sendable {
 
     /// Sends one GET and returns its outcome, stamped `at` (the caller's milliseconds).
     /// Blocks up to the timeout; never throws.
-    public func probe(at: Int64) -> HTTPProbeWindow.Probe { attributedProbe(at: at).probe }
+    public func probe(at: Int64) -> HTTPProbeWindow.Probe { plainProbe(at: at) }
 
-    /// The same, and which of `pids` accepted the probe's connection (its index; nil without
-    /// pids, or when none did).
-    public func attributedProbe(at: Int64) -> (probe: HTTPProbeWindow.Probe, holder: Int?) {
-        guard let pids else { return (plainProbe(at: at), nil) }
-        let outcome = AttributedProbe(url: settings.url, pids: pids, timeoutMilliseconds: settings.timeoutMilliseconds).probe()
-        if let failure = outcome.failure {
-            return (HTTPProbeWindow.Probe(at: at, isSuccess: false, latencyMilliseconds: nil, reason: failure), outcome.holder)
+    /// The most connections one tick makes to reach both children.
+    static let attemptsPerTick = 8
+
+    /// With a baseline beside (`pids`: the baseline's, then the canary's): one tick's probes,
+    /// each with the index of the child that accepted it (nil: neither). Both children accept
+    /// from one queue and the split follows whichever is free (it swung from 30/70 to 97/3
+    /// between two runs of the same builds), so the tick connects again, up to
+    /// `attemptsPerTick` times within the timeout, until each child has answered one: each
+    /// build gets a probe per tick whatever the split, the canary's absolute limits judge as
+    /// many probes as without a baseline, and the comparison gets balanced samples. A probe
+    /// no child accepted (refused, timed out) ends the tick.
+    public func attributedProbes(at: Int64) -> [(probe: HTTPProbeWindow.Probe, holder: Int?)] {
+        guard let pids else { return [(plainProbe(at: at), nil)] }
+        let deadline = MonotonicClock.milliseconds() + Int64(settings.timeoutMilliseconds)
+        var outcomes: [(probe: HTTPProbeWindow.Probe, holder: Int?)] = []
+        var answered = Set<Int>()
+        while true {
+            let left = Int(deadline - MonotonicClock.milliseconds())
+            let outcome = AttributedProbe(url: settings.url, pids: pids, timeoutMilliseconds: max(1, left)).probe()
+            let probe: HTTPProbeWindow.Probe
+            if let failure = outcome.failure {
+                probe = HTTPProbeWindow.Probe(at: at, isSuccess: false, latencyMilliseconds: nil, reason: failure)
+            } else {
+                let status = outcome.status ?? 0
+                let success = settings.successStatuses.contains(status)
+                probe = HTTPProbeWindow.Probe(at: at, isSuccess: success, latencyMilliseconds: outcome.latencyMilliseconds,
+                                              reason: success ? nil : "status \(status)")
+            }
+            outcomes.append((probe, outcome.holder))
+            guard let holder = outcome.holder else { return outcomes }
+            answered.insert(holder)
+            guard answered.count < pids.count, outcomes.count < Self.attemptsPerTick, MonotonicClock.milliseconds() < deadline else { return outcomes }
         }
-        let status = outcome.status ?? 0
-        let success = settings.successStatuses.contains(status)
-        return (HTTPProbeWindow.Probe(at: at, isSuccess: success, latencyMilliseconds: outcome.latencyMilliseconds,
-                                      reason: success ? nil : "status \(status)"), outcome.holder)
     }
 
     /// A probe through libcurl (no baseline: which process answers does not matter).

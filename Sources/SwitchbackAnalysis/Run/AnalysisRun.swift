@@ -225,23 +225,31 @@ public final class AnalysisRun: @unchecked Sendable {
 
     /// Records one probe's outcome (the lock held): the baseline's go to the comparison only;
     /// the canary's, and those no build took, to the check's window as well.
-    private func recordProbe(_ probe: HTTPProbeWindow.Probe, holder: Int?, check: String) {
-        guard pids != nil, let holder else {
-            windows[check]?.record(probe)
+    /// Records one tick's probes (the lock held). Without a baseline, its one probe goes to
+    /// the check's window. With one, every probe is a sample of the build that accepted it,
+    /// and the window (the absolute limits, which judge the build on probation) takes the
+    /// tick's first probe of the canary, or the one no build accepted; a tick that reached
+    /// only the baseline leaves the window nothing.
+    private func recordTick(_ outcomes: [(probe: HTTPProbeWindow.Probe, holder: Int?)], at: Int64, check: String) {
+        guard pids != nil else {
+            for outcome in outcomes { windows[check]?.record(outcome.probe) }
             return
         }
-        let sample = BaselineComparison.Sample(isSuccess: probe.isSuccess, latencyMilliseconds: probe.latencyMilliseconds)
         var both = samples[check] ?? ([], [])
-        if holder == 0 {
-            both.baseline.append(sample)
-            if both.baseline.count > Self.maximumSamples { both.baseline.removeFirst(both.baseline.count - Self.maximumSamples) }
-            windows[check]?.withdraw(at: probe.at)
-        } else {
-            both.canary.append(sample)
-            if both.canary.count > Self.maximumSamples { both.canary.removeFirst(both.canary.count - Self.maximumSamples) }
-            windows[check]?.record(probe)
+        var windowProbe: HTTPProbeWindow.Probe?
+        for (probe, holder) in outcomes {
+            let sample = BaselineComparison.Sample(isSuccess: probe.isSuccess, latencyMilliseconds: probe.latencyMilliseconds)
+            switch holder {
+            case 0?: both.baseline.append(sample)
+            case _?: both.canary.append(sample)
+            case nil: break
+            }
+            if holder != 0, windowProbe == nil { windowProbe = probe }
         }
+        if both.baseline.count > Self.maximumSamples { both.baseline.removeFirst(both.baseline.count - Self.maximumSamples) }
+        if both.canary.count > Self.maximumSamples { both.canary.removeFirst(both.canary.count - Self.maximumSamples) }
         samples[check] = both
+        if let windowProbe { windows[check]?.record(windowProbe) } else { windows[check]?.withdraw(at: at) }
     }
 
     private func loop(_ check: AnalysisCheck, start: Int64) {
@@ -270,10 +278,10 @@ public final class AnalysisRun: @unchecked Sendable {
                         } else {
                             window.sent(at: at)
                             FetchThread.start { [self] in
-                                let (probe, holder) = prober.attributedProbe(at: at)
+                                let outcomes = prober.attributedProbes(at: at)
                                 monitor.withLock {
                                     guard !isOver else { return }
-                                    recordProbe(probe, holder: holder, check: check.name)
+                                    recordTick(outcomes, at: at, check: check.name)
                                 }
                             }
                         }
