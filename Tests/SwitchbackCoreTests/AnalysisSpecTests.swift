@@ -97,6 +97,19 @@ import Testing
     }
 
     /// Every bad key and value: the code, the key, and a sentence that names the key and says what to write.
+    @Test func baselineBesideCanaryAddsAComparisonCheckNamedBaseline() throws {
+        let spec = try #require(try AnalysisSpec.parse(["analysis.window_s": "60", "analysis.baseline": "true", "analysis.baseline.confidence": "0.99",
+                                                        "analysis.baseline.on_failure": "hold", "analysis.checks": "h",
+                                                        "analysis.check.h.kind": "http", "analysis.check.h.url": "http://127.0.0.1:8080/"]))
+        let comparison = try #require(spec.checks.last)
+        #expect(spec.checks.map(\.name) == ["h", "baseline"])
+        #expect(comparison.kind == .baseline(BaselineSettings(confidence: 0.99)))
+        #expect(comparison.onFailure == .hold && comparison.intervalMilliseconds == 10_000)
+        let off = try #require(try AnalysisSpec.parse(["analysis.window_s": "60", "analysis.baseline": "false", "analysis.checks": "h",
+                                                       "analysis.check.h.kind": "http", "analysis.check.h.url": "http://127.0.0.1:8080/"]))
+        #expect(off.checks.map(\.name) == ["h"])
+    }
+
     @Test(arguments: [
         (["analysis.window_s": "abc"], AnalysisSpecError.Code.invalidValue, "analysis.window_s", "write a whole number of seconds from 0 to 604800"),
         (["analysis.window_s": "-5"], .invalidValue, "analysis.window_s", "from 0 to 604800"),
@@ -191,6 +204,24 @@ import Testing
          .invalidValue, "analysis.check.a.on_failure", "is 'pause'; write rollback, hold or record."),
         (["analysis.window_s": "60", "analysis.dry_run": "1"],
          .invalidValue, "analysis.dry_run", "is '1'; write true or false."),
+        // Baseline beside canary: a comparison that could not judge is refused.
+        (["analysis.window_s": "60", "analysis.baseline": "true", "analysis.checks": "a", "analysis.check.a.kind": "app"],
+         .invalidValue, "analysis.baseline", "compares the builds by the answers to an http check's probes, and analysis.checks has no http check"),
+        (["analysis.window_s": "60", "analysis.baseline": "true", "analysis.checks": "baseline", "analysis.check.baseline.kind": "http",
+          "analysis.check.baseline.url": "http://a/"], .invalidValue, "analysis.checks", "lists a check named baseline"),
+        (["analysis.window_s": "60", "analysis.baseline": "true", "analysis.checks": "h", "analysis.check.h.kind": "http",
+          "analysis.check.h.url": "https://a/"], .invalidValue, "analysis.check.h.url", "probes each build over plain http"),
+        (["analysis.window_s": "10", "analysis.baseline": "true", "analysis.baseline.min_samples": "20", "analysis.checks": "h",
+          "analysis.check.h.kind": "http", "analysis.check.h.url": "http://a/"],
+         .invalidValue, "analysis.baseline.min_samples", "analysis.baseline.min_samples is 20, but each build answers about half of the probes and the window holds at most 10 for each"),
+        (["analysis.window_s": "60", "analysis.baseline": "true", "analysis.baseline.pass_score": "70", "analysis.checks": "h",
+          "analysis.check.h.kind": "http", "analysis.check.h.url": "http://a/"],
+         .invalidValue, "analysis.baseline.marginal_score", "analysis.baseline.marginal_score is 75, above analysis.baseline.pass_score (70)"),
+        (["analysis.window_s": "60", "analysis.baseline.confidence": "0.99", "analysis.checks": "h", "analysis.check.h.kind": "http",
+          "analysis.check.h.url": "http://a/"], .invalidValue, "analysis.baseline.confidence", "is set but analysis.baseline is not true"),
+        (["analysis.window_s": "60", "analysis.baseline": "true", "analysis.baseline.confidence": "2", "analysis.checks": "h",
+          "analysis.check.h.kind": "http", "analysis.check.h.url": "http://a/"], .invalidValue, "analysis.baseline.confidence", "from 0.5 to 0.9999"),
+        (["analysis.window_s": "60", "analysis.baseline.weight": "50"], .unknownKey, "analysis.baseline.weight", "is not an analysis setting"),
     ] as [([String: String], AnalysisSpecError.Code, String, String)])
     func refusesBadSettings(settings: [String: String], code: AnalysisSpecError.Code, key: String, phrase: String) {
         let error = #expect(throws: AnalysisSpecError.self) { try AnalysisSpec.parse(settings) }

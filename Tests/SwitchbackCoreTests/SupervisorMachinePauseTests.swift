@@ -112,6 +112,22 @@ import Testing
         #expect(machine.pause?.step == .restoring && machine.switchFailure?.slot == .previous)
     }
 
+    /// With `analysis.baseline=true` a stop-first switch has no baseline: the old build stopped
+    /// before the target started. The target's window says so and judges by its absolute checks.
+    @Test func aStopFirstSwitchHasNoBaselineAndItsWindowSaysWhy() {
+        var machine = Self.converting()
+        machine.configuration.comparesWithBaseline = true
+        machine.bakeWindowSeconds = 30
+        _ = machine.handle(.converted(failure: nil), at: Self.at(2))
+        _ = machine.handle(.spawned(.stopFirst(.previous), pid: 200, intendedSlot: .previous, goodBuilds: []), at: Self.at(2))
+        _ = machine.handle(.reported(pid: 200, slot: .previous, build: "prev"), at: Self.at(2.1))
+        _ = machine.handle(.saidReady(pid: 200), at: Self.at(2.4))
+        let actions = machine.handle(.tick, at: Self.at(2.4))
+        #expect(machine.baseline == nil)
+        #expect(machine.probation.record?.comparison == .none("the switch stopped the old build first (\(Self.why))"))
+        #expect(Self.said(actions).contains("the previous build (1.2.0) is on probation for 30 s, judged by its absolute checks only: no baseline, because the switch stopped the old build first (\(Self.why))."))
+    }
+
     @Test func aTargetNotReadyByItsDeadlineIsAbortedThenTheOldSlotRestored() {
         var machine = Self.serving(["supervise.start_deadline_ms": "3000"])
         _ = machine.handle(.choiceSelects(.previous, path: .stopFirst(why: Self.why)), at: Self.at(1))
