@@ -136,6 +136,34 @@ import Glibc
         #expect(waitUntil(seconds: 20) { Self.answeringPID(port: install.port) == baseline }, "\(install.stderr)")
     }
 
+    // MARK: - The app's own metrics, labelled by build
+
+    /// The probes see nothing (they ask `GET /metrics`, which never misbehaves), but the
+    /// traffic to `GET /` gets 500 from 30% of 1.3.0's answers: a real Prometheus scrapes each
+    /// child's `/metrics` (one or the other, through the shared socket) and the error ratio,
+    /// queried once per build every second, is compared as a series.
+    @Test func theAppsOwnMetricsAreComparedBuildAgainstBuild() throws {
+        let port = try unusedLocalPort()
+        let prometheus = try PrometheusServer.start(scrapeTargets: ["127.0.0.1:\(port)"], scrapeIntervalSeconds: 1)
+        defer { prometheus.stop() }
+        var settings = Self.compared(["analysis.check.http.url": "http://127.0.0.1:$PORT/metrics"])
+            .merging(BakeWindowTests.prometheusCheck(address: prometheus.address)) { $1 }
+        settings["analysis.checks"] = "http,errors"
+        settings["analysis.check.errors.success"] = "result[0] < 1"
+        settings["analysis.check.errors.compare"] = "higher_is_worse"
+        let install = try Install(window: 30, settings, misbehave: BakeWindowTests.thirtyPercent, port: port)
+        let (baseline, _) = try Self.rollForwardCompared(install)
+        let poller = try HTTPPoller(port: port, interval: .milliseconds(10), maxRequests: 100_000, maxDuration: .seconds(120))
+        defer { _ = poller.stop() }
+        let record = try #require(install.ended(.current, upTo: 60), "\(install.stderr)")
+        print("1.3.0's own error ratio against 1.2.0's, from Prometheus: \(record.result ?? "")")
+        #expect(record.state == .failed, "\(record)")
+        let sentence = record.result ?? ""
+        #expect(sentence.contains("http latency passed") && sentence.contains("http errors passed"), "the probes saw no difference: \(sentence)")
+        #expect(sentence.contains(#/errors value failed: median 0\.\d+ against 0 over \d+ and \d+ measurements/#), "\(sentence)")
+        #expect(waitUntil(seconds: 20) { Self.answeringPID(port: install.port) == baseline }, "\(install.stderr)")
+    }
+
     // MARK: - Two identical builds
 
     /// 1.3.0 and 1.2.0 (the same sources) judged against each other in 20 windows of 3 s,

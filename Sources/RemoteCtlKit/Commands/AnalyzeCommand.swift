@@ -35,8 +35,11 @@ struct AnalyzeCommand: Command {
     let endsAt: Int64
     /// `--baseline-pid P --canary-pid Q`, or `--no-baseline REASON` (analysis.baseline=true).
     let comparison: AnalysisRun.Comparison?
-    /// `--baseline-version`: `$previous_version` for a comparison's sentences.
+    /// `--baseline-version`, `--baseline-build`, `--baseline-slot`: the baseline's `$version`,
+    /// `$build` and `$slot` for a compared Prometheus check (`compare`).
     let baselineVersion: String?
+    let baselineBuild: String?
+    let baselineSlot: String?
 
     init(_ parsed: ParsedArguments, _ context: CommandContext) throws(CommandError) {
         func usage(_ message: String) -> CommandError { .usage(message, subcommand: "analyze") }
@@ -64,6 +67,8 @@ struct AnalyzeCommand: Command {
         self.endsAt = endsAt
         comparison = try Self.comparison(parsed, usage: usage)
         baselineVersion = parsed.options["--baseline-version"]
+        baselineBuild = parsed.options["--baseline-build"]
+        baselineSlot = parsed.options["--baseline-slot"].flatMap { BuildSlot(rawValue: $0)?.rawValue }
         workspace = try context.workspace()
     }
 
@@ -87,8 +92,14 @@ struct AnalyzeCommand: Command {
         let spec = try Self.spec(manifest: workspace.manifest, stateDirectory: workspace.directory.path)
         var variables = ["version": version, "build": build, "slot": slot.rawValue, "app_id": workspace.manifest.appID]
         variables["hostname"] = Self.hostname()
-        if let baselineVersion { variables["previous_version"] = baselineVersion }
-        let analysis = AnalysisRun(spec: spec, variables: variables, comparison: comparison)
+        var baselineVariables: [String: String] = [:]
+        if let baselineVersion {
+            variables["previous_version"] = baselineVersion
+            baselineVariables["version"] = baselineVersion
+        }
+        baselineVariables["build"] = baselineBuild
+        baselineVariables["slot"] = baselineSlot
+        let analysis = AnalysisRun(spec: spec, variables: variables, comparison: comparison, baselineVariables: baselineVariables)
         Self.readSignals(into: analysis)
         let verdict = analysis.run(endingAt: endsAt) { event in
             switch event {

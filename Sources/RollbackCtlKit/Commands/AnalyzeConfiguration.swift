@@ -22,6 +22,7 @@ extension CommandConfiguration {
             .init("--canary-pid", .value("PID"), help: "analysis.baseline: the child of the build on probation."),
             .init("--baseline-version", .value("VERSION"), help: "analysis.baseline: the previous build's version."),
             .init("--baseline-slot", .value("SLOT"), help: "analysis.baseline: the previous build's slot."),
+            .init("--baseline-build", .value("SHA256"), help: "analysis.baseline: the previous build's SHA-256."),
             .init("--no-baseline", .value("REASON"), help: "analysis.baseline: no build serves beside it, and why."),
         ],
         sections: [("EXIT STATUS", "0 after the verdict or when standard input closes; 64 bad usage; 78 the analysis settings do not read.")],

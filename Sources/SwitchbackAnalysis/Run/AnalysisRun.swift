@@ -46,6 +46,8 @@ public final class AnalysisRun: @unchecked Sendable {
     public let variables: [String: String]
     /// The two children's pids while a baseline serves beside the build on probation.
     public let pids: (baseline: pid_t, canary: pid_t)?
+    /// The query variables of the baseline's build (a compared Prometheus check's second query).
+    public let baselineVariables: [String: String]
     /// Why the comparison the spec asks for was dropped, for the verdict's sentence.
     public let noBaseline: String?
 
@@ -55,6 +57,8 @@ public final class AnalysisRun: @unchecked Sendable {
     private var windows: [String: HTTPProbeWindow] = [:]
     private var lastMeasuredAt: [String: Int64] = [:]
     private var appFailures = 0
+    /// Each compared Prometheus check's values, one per measurement of each build.
+    private var series: [String: (canary: [Double], baseline: [Double])] = [:]
     /// Each http check's probes attributed to each build since the start (a baseline beside).
     private var samples: [String: (canary: [BaselineComparison.Sample], baseline: [BaselineComparison.Sample])] = [:]
     /// The most samples kept of each build per check: the latest.
@@ -68,7 +72,10 @@ public final class AnalysisRun: @unchecked Sendable {
     /// waits past a bake window for the verdict (`SupervisorMachine.verdictGraceSeconds`).
     static let endQueryLimitMilliseconds = 10_000
 
-    public init(spec: AnalysisSpec, variables: [String: String] = [:], comparison: Comparison? = nil) {
+    /// `baselineVariables`: `version`, `build` and `slot` of the baseline, over `variables`.
+    public init(spec: AnalysisSpec, variables: [String: String] = [:], comparison: Comparison? = nil,
+                baselineVariables: [String: String] = [:]) {
+        self.baselineVariables = variables.merging(baselineVariables) { $1 }
         var spec = spec
         let compares = spec.checks.contains { if case .baseline = $0.kind { true } else { false } }
         switch comparison {
@@ -219,6 +226,12 @@ public final class AnalysisRun: @unchecked Sendable {
             counts.baseline += both.baseline.count
             results += BaselineComparison.compare(check: check.name, canary: both.canary, baseline: both.baseline, settings: settings) ?? []
         }
+        for check in spec.checks {
+            guard case .prometheus(let prometheus) = check.kind, let compare = prometheus.compare, let values = series[check.name],
+                  let result = BaselineComparison.compareSeries(check: check.name, canary: values.canary, baseline: values.baseline,
+                                                                lowerIsWorse: compare == .lowerIsWorse, settings: settings) else { continue }
+            results.append(result)
+        }
         guard !results.isEmpty || ending else { return nil }
         return BaselineComparison.measurement(name: name, results: results, settings: settings, counts: counts).measurement
     }
@@ -312,10 +325,35 @@ public final class AnalysisRun: @unchecked Sendable {
                     return isOver || judge.verdict != nil
                 }
                 if over { return }
-                let measurement = client.measure(settings, name: check.name, variables: variables, at: MonotonicClock.unixMilliseconds())
+                let at = MonotonicClock.unixMilliseconds()
+                guard pids != nil, settings.compare != nil else {
+                    let measurement = client.measure(settings, name: check.name, variables: variables, at: at)
+                    let now = MonotonicClock.milliseconds()
+                    nextMeasurement = max(nextMeasurement + interval, now)
+                    monitor.withLock { record(measurement, at: now) }
+                    continue
+                }
+                // Compared: the query for each build at the same instant; the canary's value is
+                // judged by the conditions as well, and both go to the comparison's series.
+                let canary = client.query(settings.query(substituting: variables), at: at)
+                let baseline = client.query(settings.query(substituting: baselineVariables), at: at)
+                let measurement: Measurement
+                switch canary {
+                case .samples(let values): measurement = settings.measurement(of: values, check: check.name)
+                case .error(let detail): measurement = Measurement(check: check.name, phase: .error, detail: detail)
+                }
                 let now = MonotonicClock.milliseconds()
                 nextMeasurement = max(nextMeasurement + interval, now)
-                monitor.withLock { record(measurement, at: now) }
+                monitor.withLock {
+                    if case .samples(let canaryValues) = canary, let canaryValue = canaryValues.first, canaryValue.isFinite,
+                       case .samples(let baselineValues) = baseline, let baselineValue = baselineValues.first, baselineValue.isFinite {
+                        var values = series[check.name] ?? ([], [])
+                        values.canary.append(canaryValue)
+                        values.baseline.append(baselineValue)
+                        series[check.name] = values
+                    }
+                    record(measurement, at: now)
+                }
             }
         case .baseline(let settings):
             while true {

@@ -40,11 +40,14 @@ extension AnalysisCheck.Prometheus {
 
     /// The `$name` words of `query` that are not variables, in order (empty: all known).
     static func unknownVariables(in query: String) -> [String] {
-        var unknown: [String] = []
-        _ = substitute(query, [:]) { name in
-            if !variables.contains(name) { unknown.append(name) }
-        }
-        return unknown
+        variablesUsed(in: query).filter { !variables.contains($0) }
+    }
+
+    /// The `$name` words of `query`, in order, as `query(substituting:)` reads them.
+    public static func variablesUsed(in query: String) -> [String] {
+        var names: [String] = []
+        _ = substitute(query, [:]) { names.append($0) }
+        return names
     }
 
     static func substitute(_ query: String, _ values: [String: String], seen: (String) -> Void = { _ in }) -> String {

@@ -105,14 +105,25 @@ public struct AnalysisCheck: Sendable, Equatable {
         public var failure: AnalysisCondition?
         /// The query's deadline (`timeout_ms`, default 5000).
         public var timeoutMilliseconds: Int
+        /// With `analysis.baseline=true`, `compare`: the query is also run for the baseline
+        /// (its `$version`, `$build`, `$slot`) at every measurement, and the two series are
+        /// compared by the baseline judge; nil: the canary's value is judged by the conditions only.
+        public var compare: Comparison?
+
+        /// Which way a compared value is worse (`compare=higher_is_worse` or `lower_is_worse`).
+        public enum Comparison: String, Sendable, Equatable, CaseIterable {
+            case higherIsWorse = "higher_is_worse"
+            case lowerIsWorse = "lower_is_worse"
+        }
 
         public init(address: String, query: String, success: AnalysisCondition?, failure: AnalysisCondition?,
-                    timeoutMilliseconds: Int = 5000) {
+                    timeoutMilliseconds: Int = 5000, compare: Comparison? = nil) {
             self.address = address
             self.query = query
             self.success = success
             self.failure = failure
             self.timeoutMilliseconds = timeoutMilliseconds
+            self.compare = compare
         }
     }
 

@@ -10,7 +10,7 @@ struct SettingsReader {
     static let fields: [String: [String]] = [
         "http": ["kind", "interval_s", "url", "success_status", "probe_interval_ms", "timeout_ms", "window_s",
                  "max_failure_percent", "latency_limit_ms", "latency_percentile", "min_probes", "on_failure"],
-        "prometheus": ["kind", "interval_s", "address", "query", "success", "failure", "timeout_ms", "on_failure"],
+        "prometheus": ["kind", "interval_s", "address", "query", "success", "failure", "timeout_ms", "on_failure", "compare"],
         "app": ["kind", "interval_s", "max_failures", "on_failure"],
     ]
 
@@ -239,7 +239,23 @@ struct SettingsReader {
                                     "The prometheus check \(name) has neither \(prefix)success nor \(prefix)failure; write e.g. \(prefix)success=result[0] < 0.05.")
         }
         let timeout = try integer(prefix + "timeout_ms", in: 1...600_000, "a whole number of milliseconds") ?? 5000
-        return AnalysisCheck.Prometheus(address: address, query: query, success: success, failure: failure, timeoutMilliseconds: timeout)
+        var compare: AnalysisCheck.Prometheus.Comparison?
+        if let text = settings[prefix + "compare"] {
+            guard let value = AnalysisCheck.Prometheus.Comparison(rawValue: text) else {
+                throw AnalysisSpecError(.invalidValue, key: prefix + "compare", "\(prefix)compare is '\(text.prefix(40))'; write higher_is_worse or lower_is_worse.")
+            }
+            guard try boolean("analysis.baseline") else {
+                throw AnalysisSpecError(.invalidValue, key: prefix + "compare",
+                                        "\(prefix)compare is set but analysis.baseline is not true; set analysis.baseline=true or remove the key.")
+            }
+            guard ["version", "build", "slot"].contains(where: { AnalysisCheck.Prometheus.variablesUsed(in: query).contains($0) }) else {
+                throw AnalysisSpecError(.invalidValue, key: prefix + "compare",
+                                        "\(prefix)compare runs the query once for each build, and \(prefix)query names no build; select the build with $version, $build or $slot (e.g. {version=\"$version\"}).")
+            }
+            compare = value
+        }
+        return AnalysisCheck.Prometheus(address: address, query: query, success: success, failure: failure, timeoutMilliseconds: timeout,
+                                        compare: compare)
     }
 
     /// `analysis.allow_insecure_http`: true or false (absent: false).

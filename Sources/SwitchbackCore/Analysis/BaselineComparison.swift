@@ -146,6 +146,36 @@ public struct BaselineComparison: Sendable {
         return MetricResult(check: check, metric: "errors", passed: passed, detail: detail, pValue: p)
     }
 
+    /// The fewest values of each build's series a compared Prometheus check needs (5 against 5
+    /// can already be told apart: complete separation has p ≈ 0.006).
+    public static let minimumSeriesPoints = 5
+
+    /// Compares one Prometheus check's series, one value per measurement of each build (the
+    /// app's own metrics, queried once per build): Mann–Whitney U for "is it worse" (higher,
+    /// or lower with `lowerIsWorse`), the Hodges–Lehmann shift against the baseline's median
+    /// for "by how much" (`max_slowdown_percent`, the same effect-size floor as latency), as
+    /// Kayenta judges a metric's time series. Nil while either series has fewer than
+    /// `minimumSeriesPoints` values.
+    public static func compareSeries(check: String, canary: [Double], baseline: [Double], lowerIsWorse: Bool,
+                                     settings: BaselineSettings) -> MetricResult? {
+        guard canary.count >= minimumSeriesPoints, baseline.count >= minimumSeriesPoints else { return nil }
+        let sign = lowerIsWorse ? -1.0 : 1.0
+        let test = BaselineStatistics.mannWhitneyGreater(canary: canary.map { $0 * sign }, baseline: baseline.map { $0 * sign })
+        let shift = BaselineStatistics.hodgesLehmannShift(canary: canary.map { $0 * sign }, baseline: baseline.map { $0 * sign })
+        let canaryMedian = BaselineStatistics.median(canary) ?? 0
+        let baselineMedian = BaselineStatistics.median(baseline) ?? 0
+        let scale = abs(baselineMedian)
+        let large = shift * 100 > settings.maxSlowdownPercent * scale
+        let shiftPercent = scale > 0 ? shift * 100 / scale : (shift == 0 ? 0 : shift > 0 ? .infinity : -.infinity)
+        let worse = lowerIsWorse ? "lower" : "higher"
+        let detail = "median \(AnalysisFormat.number(canaryMedian)) against \(AnalysisFormat.number(baselineMedian)) over \(canary.count) and "
+            + "\(baseline.count) measurements, \(signed(AnalysisFormat.percent(shiftPercent), shiftPercent))% \(worse) "
+            + "(limit +\(AnalysisFormat.percent(settings.maxSlowdownPercent))%), "
+            + "Mann-Whitney U \(AnalysisFormat.number(test.u)), \(probability(test.pValue, settings: settings))"
+        return MetricResult(check: check, metric: "value", passed: !(test.pValue < settings.significance && large), detail: detail,
+                            pValue: test.pValue)
+    }
+
     /// The score (100 × passed metrics / metrics, Kayenta's unweighted score) and the
     /// measurement of the check named `name` (the spec's comparison check, e.g. `baseline`)
     /// from the results of every compared http check, `counts` being the probes of each build:

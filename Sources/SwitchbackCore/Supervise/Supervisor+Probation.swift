@@ -116,9 +116,9 @@ extension Supervisor {
     /// What the analyzer is told of the baseline: the two children's pids, or why there is none.
     static func comparisonArguments(_ comparison: ProbationRecord.Comparison?) -> [String] {
         switch comparison {
-        case .beside(let baselinePID, let canaryPID, let slot, let version, _)?:
+        case .beside(let baselinePID, let canaryPID, let slot, let version, let build)?:
             return ["--baseline-pid", String(baselinePID), "--canary-pid", String(canaryPID),
-                    "--baseline-version", version, "--baseline-slot", slot.rawValue]
+                    "--baseline-version", version, "--baseline-slot", slot.rawValue, "--baseline-build", build]
         case .none(let why)?:
             return ["--no-baseline", why]
         case nil:
