@@ -139,6 +139,7 @@ import Testing
         #expect(AnalysisFormat.number(0.00001) == "1e-05")
         #expect(AnalysisFormat.number(.nan) == "NaN" && AnalysisFormat.number(.infinity) == "+Inf" && AnalysisFormat.number(-.infinity) == "-Inf")
         #expect(AnalysisFormat.percent(31.034) == "31" && AnalysisFormat.percent(5.17) == "5.2" && AnalysisFormat.percent(100) == "100")
-        #expect(AnalysisFormat.percent(0) == "0")
+        #expect(AnalysisFormat.percent(0) == "0" && AnalysisFormat.percent(-0.04) == "0")
+        #expect(AnalysisFormat.percent(-0.2) == "-0.2" && AnalysisFormat.percent(-1.5) == "-1.5" && AnalysisFormat.percent(-31) == "-31", "a share below 0 keeps its sign")
     }
 }

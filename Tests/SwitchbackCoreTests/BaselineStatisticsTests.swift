@@ -268,4 +268,27 @@ import Testing
         #expect(BaselineComparison.pValue(0.000099) == "< 0.0001")
         #expect(BaselineComparison.pValue(1.7e-9) == "< 0.0001")
     }
+
+    // MARK: - A compared Prometheus check's series
+
+    @Test func aSeriesWorseThanTheBaselinesFailsAndSaysByHowMuch() throws {
+        let canary = [0.29, 0.31, 0.30, 0.28, 0.32, 0.30]
+        let baseline = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]
+        let result = try #require(BaselineComparison.compareSeries(check: "errors", canary: canary, baseline: baseline, lowerIsWorse: false, settings: BaselineSettings()))
+        #expect(!result.passed && result.pValue < 0.01)
+        #expect(result.clause.hasPrefix("errors value failed: median 0.3 against 0 over 6 and 6 measurements, +0.3 where the baseline's median is 0 (limit +10%), Mann-Whitney U 36, p "), "\(result.clause)")
+        // Higher is better for this one (throughput): the canary is not worse.
+        let better = try #require(BaselineComparison.compareSeries(check: "rate", canary: canary, baseline: baseline, lowerIsWorse: true, settings: BaselineSettings()))
+        #expect(better.passed && better.pValue > 0.99, "\(better.clause)")
+        let lower = try #require(BaselineComparison.compareSeries(check: "rate", canary: baseline, baseline: canary, lowerIsWorse: true, settings: BaselineSettings()))
+        #expect(!lower.passed && lower.clause.contains("-100% lower") == false && lower.clause.contains("% lower"), "\(lower.clause)")
+    }
+
+    @Test func aSeriesLikeTheBaselinesPassesAndTooFewValuesAreNoComparison() throws {
+        let canary = [10.0, 11, 9, 10, 12, 10]
+        let baseline = [10.0, 10, 11, 9, 11, 10]
+        let result = try #require(BaselineComparison.compareSeries(check: "p99", canary: canary, baseline: baseline, lowerIsWorse: false, settings: BaselineSettings()))
+        #expect(result.passed, "\(result.clause)")
+        #expect(BaselineComparison.compareSeries(check: "p99", canary: [1, 2, 3, 4], baseline: baseline, lowerIsWorse: false, settings: BaselineSettings()) == nil)
+    }
 }

@@ -17,10 +17,11 @@ public enum AnalysisFormat {
     /// A percentage to one decimal, without `.0`: `31`, `5.2`, `100`.
     public static func percent(_ value: Double) -> String {
         guard value.isFinite else { return number(value) }
+        // The sign apart: -0.2 is "-0.2", not "0.2" (the whole part of it is 0).
         let tenths = (value * 10).rounded()
-        let whole = Int64(tenths / 10)
-        let fraction = Int64(abs(tenths.truncatingRemainder(dividingBy: 10)))
-        return fraction == 0 ? String(whole) : "\(whole).\(fraction)"
+        let sign = tenths < 0 ? "-" : ""
+        let magnitude = Int64(abs(tenths))
+        return magnitude % 10 == 0 ? sign + String(magnitude / 10) : "\(sign)\(magnitude / 10).\(magnitude % 10)"
     }
 
     /// A list of sample values for a sentence: the first three, then how many more.

@@ -168,8 +168,10 @@ public struct BaselineComparison: Sendable {
         let large = shift * 100 > settings.maxSlowdownPercent * scale
         let shiftPercent = scale > 0 ? shift * 100 / scale : (shift == 0 ? 0 : shift > 0 ? .infinity : -.infinity)
         let worse = lowerIsWorse ? "lower" : "higher"
+        let effect = scale > 0 ? "\(signed(AnalysisFormat.percent(shiftPercent), shiftPercent))% \(worse)"
+            : "\(signed(AnalysisFormat.number(shift * sign), shift * sign)) where the baseline's median is 0"
         let detail = "median \(AnalysisFormat.number(canaryMedian)) against \(AnalysisFormat.number(baselineMedian)) over \(canary.count) and "
-            + "\(baseline.count) measurements, \(signed(AnalysisFormat.percent(shiftPercent), shiftPercent))% \(worse) "
+            + "\(baseline.count) measurements, \(effect) "
             + "(limit +\(AnalysisFormat.percent(settings.maxSlowdownPercent))%), "
             + "Mann-Whitney U \(AnalysisFormat.number(test.u)), \(probability(test.pValue, settings: settings))"
         return MetricResult(check: check, metric: "value", passed: !(test.pValue < settings.significance && large), detail: detail,
