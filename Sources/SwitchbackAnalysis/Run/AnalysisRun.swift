@@ -204,13 +204,21 @@ public final class AnalysisRun: @unchecked Sendable {
                     windows[check.name] = window
                     record(measurement, at: now, ending: true)
                 }
-            case .app(let settings):
-                record(settings.measurement(failures: appFailures, check: check.name), at: now, ending: true)
-            case .baseline(let settings):
-                record(comparisonMeasurement(check.name, settings: settings, ending: true)!, at: now, ending: true)
+            case .app, .baseline:
+                if let measurement = heldMeasurement(check, ending: true) { record(measurement, at: now, ending: true) }
             case .prometheus:
                 break
             }
+        }
+    }
+
+    /// The measurement of a check measured from what the run holds (the lock held): the app's
+    /// failure count, or the comparison; nil for the checks that probe or query.
+    private func heldMeasurement(_ check: AnalysisCheck, ending: Bool) -> Measurement? {
+        switch check.kind {
+        case .app(let settings): return settings.measurement(failures: appFailures, check: check.name)
+        case .baseline(let settings): return comparisonMeasurement(check.name, settings: settings, ending: ending)
+        case .http, .prometheus: return nil
         }
     }
 
@@ -355,7 +363,8 @@ public final class AnalysisRun: @unchecked Sendable {
                     record(measurement, at: now)
                 }
             }
-        case .baseline(let settings):
+        case .app, .baseline:
+            // Measured from what the run holds (the app's count, the comparison's samples).
             while true {
                 let over: Bool = monitor.withLock {
                     while !isOver, judge.verdict == nil, MonotonicClock.milliseconds() < nextMeasurement {
@@ -363,22 +372,7 @@ public final class AnalysisRun: @unchecked Sendable {
                     }
                     if !isOver, judge.verdict == nil {
                         let now = MonotonicClock.milliseconds()
-                        if let measurement = comparisonMeasurement(check.name, settings: settings, ending: false) { record(measurement, at: now) }
-                        nextMeasurement += interval
-                    }
-                    return isOver || judge.verdict != nil
-                }
-                if over { return }
-            }
-        case .app(let settings):
-            while true {
-                let over: Bool = monitor.withLock {
-                    while !isOver, judge.verdict == nil, MonotonicClock.milliseconds() < nextMeasurement {
-                        monitor.wait(until: nextMeasurement * 1_000_000)
-                    }
-                    if !isOver, judge.verdict == nil {
-                        let now = MonotonicClock.milliseconds()
-                        record(settings.measurement(failures: appFailures, check: check.name), at: now)
+                        if let measurement = heldMeasurement(check, ending: false) { record(measurement, at: now) }
                         nextMeasurement += interval
                     }
                     return isOver || judge.verdict != nil
