@@ -124,4 +124,30 @@ extension SupervisorMachineTests {
         #expect(actions.contains(.drain(pid: 100)) && machine.baseline == nil)
         #expect(machine.probation.record?.comparison == nil)
     }
+
+    /// A stop-first switch during the window (a handed-off rollback whose data must be
+    /// converted back): the baseline stops too, and the conversion waits for both children.
+    @Test func aStopFirstSwitchDuringTheWindowStopsTheBaselineToo() {
+        // The previous build (pid 100) serves; the current one (pid 200) is compared beside it.
+        var machine = Self.machine(listeners: true)
+        machine.bakeWindowSeconds = 30
+        machine.configuration.comparesWithBaseline = true
+        _ = machine.handle(.start, at: Self.at(0))
+        _ = machine.handle(.spawned(.first, pid: 100, intendedSlot: .previous, goodBuilds: []), at: Self.at(0))
+        _ = machine.handle(.reported(pid: 100, slot: .previous, build: "prev"), at: Self.at(0))
+        _ = machine.handle(.saidReady(pid: 100), at: Self.at(0.1))
+        _ = machine.handle(.tick, at: Self.at(0.1))
+        _ = machine.handle(.choiceSelects(.current), at: Self.at(1))
+        _ = machine.handle(.spawned(.candidate(.current), pid: 200, intendedSlot: .current, goodBuilds: []), at: Self.at(1))
+        _ = machine.handle(.reported(pid: 200, slot: .current, build: "cur"), at: Self.at(1))
+        _ = machine.handle(.saidReady(pid: 200), at: Self.at(2))
+        _ = machine.handle(.tick, at: Self.at(2))
+        #expect(machine.baseline?.pid == 100 && machine.serving?.pid == 200)
+        let request = SwitchRequest(id: "42-1", source: .cli, reason: "bad", force: false, command: "rollbackctl rollback", fromBuild: "cur")
+        let actions = machine.handle(.switchRequested(request, path: .stopFirst(why: "the data must be converted back")), at: Self.at(36))
+        #expect(actions.contains(.drain(pid: 100)) && actions.contains(.drain(pid: 200)))
+        #expect(machine.baseline == nil && Set(machine.draining.map(\.pid)) == [100, 200])
+        #expect(machine.handle(.exited(pid: 200, .exited(0)), at: Self.at(36.5)) == [], "the conversion waits for the baseline")
+        #expect(machine.handle(.exited(pid: 100, .exited(0)), at: Self.at(36.6)).contains(.convert(request)))
+    }
 }

@@ -106,6 +106,9 @@ extension SupervisorMachine {
                             "MONOTONIC_USEC=\(Int64(now * 1e6))"]),
         ]
         actions += cancellingProbe(of: old.pid)
+        // A baseline still serving beside it reads the data too: it stops first as well, and
+        // the conversion waits for both (`draining` empty).
+        actions += releaseBaseline(because: "a stop-first switch stops every build before the data is converted", now: moment)
         if configuration.hasListeners && old.phase == .ready {
             // Out of the accept pool at once; SIGTERM after supervise.drain_ms, as after a
             // start-first switch, so that connections it accepted just before are answered.
