@@ -124,7 +124,8 @@ import Glibc
         let labels = ["version=\"\(server.t.currentVersion)\""]
         #expect(Self.value(text, "sample_http_request_duration_seconds_count", labels) == 10, "\(text)")
         #expect(Self.value(text, "sample_http_request_duration_seconds_bucket", labels + ["le=\"0.25\""]) == 0, "\(text)")
-        #expect(Self.value(text, "sample_http_request_duration_seconds_bucket", labels + ["le=\"0.5\""]) == 10, "\(text)")
+        // Added once, not twice: well under 2.5 s (a loaded CI run once took one answer past 0.5 s).
+        #expect(Self.value(text, "sample_http_request_duration_seconds_bucket", labels + ["le=\"2.5\""]) == 10, "\(text)")
         #expect((Self.value(text, "sample_http_request_duration_seconds_sum", labels) ?? 0) >= 3.0, "\(text)")
         #expect(Self.value(text, "sample_http_responses_total", labels + ["code=\"404\""]) == 2, "\(text)")
     }
