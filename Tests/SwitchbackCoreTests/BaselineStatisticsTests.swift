@@ -291,4 +291,20 @@ import Testing
         #expect(result.passed, "\(result.clause)")
         #expect(BaselineComparison.compareSeries(check: "p99", canary: [1, 2, 3, 4], baseline: baseline, lowerIsWorse: false, settings: BaselineSettings()) == nil)
     }
+
+    /// Sub-millisecond answers: a significant shift of a few hundredths of a millisecond is 20%
+    /// of the median but below the absolute floor (min_slowdown_ms, 0.25): not a slowdown;
+    /// without the floor it fails, and a shift above the floor fails with it.
+    @Test func aSubMillisecondShiftBelowTheFloorIsNoSlowdown() throws {
+        let baseline = (0..<100).map { BaselineComparison.Sample(isSuccess: true, latencyMilliseconds: 0.10 + Double($0 % 10) * 0.001) }
+        let canary = (0..<100).map { BaselineComparison.Sample(isSuccess: true, latencyMilliseconds: 0.12 + Double($0 % 10) * 0.001) }
+        let floored = try #require(BaselineComparison.compare(check: "http", canary: canary, baseline: baseline, settings: BaselineSettings()))
+        #expect(floored[0].passed && floored[0].pValue < 0.0001, "\(floored[0].clause)")
+        #expect(floored[0].detail.contains("shift +0.02 ms (+19.1%, limit +0.25 ms)"), "\(floored[0].detail)")
+        let unfloored = try #require(BaselineComparison.compare(check: "http", canary: canary, baseline: baseline, settings: BaselineSettings(minSlowdownMilliseconds: 0)))
+        #expect(!unfloored[0].passed && unfloored[0].detail.contains("limit +10%"), "\(unfloored[0].detail)")
+        let slower = (0..<100).map { BaselineComparison.Sample(isSuccess: true, latencyMilliseconds: 0.50 + Double($0 % 10) * 0.001) }
+        let over = try #require(BaselineComparison.compare(check: "http", canary: slower, baseline: baseline, settings: BaselineSettings()))
+        #expect(!over[0].passed, "\(over[0].clause)")
+    }
 }

@@ -5,7 +5,7 @@ struct SettingsReader {
     let settings: [String: String]
 
     static let topLevel = ["window_s", "interval_s", "failure_limit", "inconclusive_limit", "consecutive_error_limit", "checks", "allow_insecure_http", "dry_run",
-                           "baseline", "baseline.confidence", "baseline.max_slowdown_percent", "baseline.max_error_increase_percent",
+                           "baseline", "baseline.confidence", "baseline.max_slowdown_percent", "baseline.min_slowdown_ms", "baseline.max_error_increase_percent",
                            "baseline.min_samples", "baseline.pass_score", "baseline.marginal_score", "baseline.on_failure"]
     static let fields: [String: [String]] = [
         "http": ["kind", "interval_s", "url", "success_status", "probe_interval_ms", "timeout_ms", "window_s",
@@ -77,6 +77,7 @@ struct SettingsReader {
         let prefix = "analysis.baseline."
         baseline.confidence = try decimal(prefix + "confidence", in: 0.5...0.9999, "a confidence") ?? baseline.confidence
         baseline.maxSlowdownPercent = try decimal(prefix + "max_slowdown_percent", in: 0...1000, "a percentage") ?? baseline.maxSlowdownPercent
+        baseline.minSlowdownMilliseconds = try decimal(prefix + "min_slowdown_ms", in: 0...600_000, "a number of milliseconds") ?? baseline.minSlowdownMilliseconds
         baseline.maxErrorIncreasePercent = try decimal(prefix + "max_error_increase_percent", in: 0...100, "a percentage") ?? baseline.maxErrorIncreasePercent
         baseline.minSamples = try integer(prefix + "min_samples", in: 2...100_000, "a whole number of probes") ?? baseline.minSamples
         baseline.passScore = try decimal(prefix + "pass_score", in: 0...100, "a score") ?? baseline.passScore

@@ -8,6 +8,10 @@ public struct BaselineSettings: Sendable, Equatable {
     /// Hodges–Lehmann shift is more than this share of the baseline's median latency (the
     /// effect size).
     public var maxSlowdownPercent: Double
+    /// analysis.baseline.min_slowdown_ms (0.25): and more than this, in milliseconds: a shift
+    /// smaller than the scheduling noise of one host is no slowdown, however significant (two
+    /// identical builds answering in 0.1 ms differ by 10% from their processes' state alone).
+    public var minSlowdownMilliseconds: Double
     /// analysis.baseline.max_error_increase_percent (0): errors fail only when, as well, the
     /// canary's failed share exceeds the baseline's by more than this many percentage points.
     public var maxErrorIncreasePercent: Double
@@ -20,10 +24,11 @@ public struct BaselineSettings: Sendable, Equatable {
     /// `passScore` is inconclusive (Kayenta's marginal threshold).
     public var marginalScore: Double
 
-    public init(confidence: Double = 0.95, maxSlowdownPercent: Double = 10, maxErrorIncreasePercent: Double = 0,
+    public init(confidence: Double = 0.95, maxSlowdownPercent: Double = 10, minSlowdownMilliseconds: Double = 0.25, maxErrorIncreasePercent: Double = 0,
                 minSamples: Int = 10, passScore: Double = 95, marginalScore: Double = 75) {
         self.confidence = confidence
         self.maxSlowdownPercent = maxSlowdownPercent
+        self.minSlowdownMilliseconds = minSlowdownMilliseconds
         self.maxErrorIncreasePercent = maxErrorIncreasePercent
         self.minSamples = minSamples
         self.passScore = passScore
@@ -114,11 +119,15 @@ public struct BaselineComparison: Sendable {
         let canaryMedian = BaselineStatistics.median(canaryLatencies) ?? 0
         let baselineMedian = BaselineStatistics.median(baselineLatencies) ?? 0
         let significant = test.pValue < settings.significance
-        let large = shift * 100 > settings.maxSlowdownPercent * baselineMedian
+        // The limit is the larger of the share of the baseline's median and the absolute floor.
+        let byShare = settings.maxSlowdownPercent * baselineMedian / 100
+        let large = shift > max(byShare, settings.minSlowdownMilliseconds)
+        let limit = byShare >= settings.minSlowdownMilliseconds
+            ? "limit +\(AnalysisFormat.percent(settings.maxSlowdownPercent))%"
+            : "limit +\(AnalysisFormat.number(settings.minSlowdownMilliseconds)) ms"
         let shiftPercent = baselineMedian > 0 ? shift * 100 / baselineMedian : (shift == 0 ? 0 : shift > 0 ? .infinity : -.infinity)
         let detail = "median \(milliseconds(canaryMedian)) ms against \(milliseconds(baselineMedian)) ms, "
-            + "shift \(signed(milliseconds(shift), shift)) ms (\(signed(AnalysisFormat.percent(shiftPercent), shiftPercent))%, "
-            + "limit +\(AnalysisFormat.percent(settings.maxSlowdownPercent))%), "
+            + "shift \(signed(milliseconds(shift), shift)) ms (\(signed(AnalysisFormat.percent(shiftPercent), shiftPercent))%, \(limit)), "
             + "Mann-Whitney U \(AnalysisFormat.number(test.u)), \(probability(test.pValue, settings: settings))"
         return MetricResult(check: check, metric: "latency", passed: !(significant && large), detail: detail, pValue: test.pValue)
     }
@@ -204,9 +213,12 @@ public struct BaselineComparison: Sendable {
 
     // MARK: Formatting
 
-    /// Milliseconds to a tenth: `13.1`, `10`.
+    /// Milliseconds to a tenth, and below 1 ms to a thousandth: `13.1`, `10`, `0.125`.
     static func milliseconds(_ value: Double) -> String {
-        AnalysisFormat.number(value.isFinite ? (value * 10).rounded() / 10 : value)
+        guard value.isFinite else { return AnalysisFormat.number(value) }
+        // Below a millisecond, to the microsecond: a sub-millisecond service's shift shows.
+        let scale = abs(value) < 1 ? 1000.0 : 10.0
+        return AnalysisFormat.number((value * scale).rounded() / scale)
     }
 
     /// `text` with a `+` in front when `value` is not negative (a negative one has its `-`).
