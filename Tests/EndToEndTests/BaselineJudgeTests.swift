@@ -18,12 +18,14 @@ import Glibc
     typealias Install = BakeWindowTests.Install
 
     /// The comparison and an http check of `GET /` every 40 ms whose absolute limits are far
-    /// above both builds (1 s p99, 100% failed): only the comparison can fail a build.
+    /// above both builds (a p99 of 10 s, beyond anything a probe with a 2 s timeout measures;
+    /// 100% failed): only the comparison can fail a build. (At 1 s, a CI run loaded with the
+    /// whole suite and the hog measured a p99 of 1.4 s and failed the good release on it.)
     static func compared(_ extra: [String: String] = [:]) -> [String: String] {
         ["analysis.baseline": "true",
          "analysis.checks": "http", "analysis.check.http.kind": "http", "analysis.check.http.url": "http://127.0.0.1:$PORT/",
          "analysis.check.http.probe_interval_ms": "40", "analysis.check.http.max_failure_percent": "100",
-         "analysis.check.http.latency_limit_ms": "1000", "analysis.check.http.min_probes": "3"].merging(extra) { $1 }
+         "analysis.check.http.latency_limit_ms": "10000", "analysis.check.http.min_probes": "3"].merging(extra) { $1 }
     }
 
     /// The pid in the sample's `GET /` answer ("version V slot S pid N").
