@@ -295,6 +295,12 @@ import Glibc
         #expect(slot.status == 64 && slot.stderr.hasPrefix("Error: '--slot' must be current or previous, not 'middle'.\n"), "\(slot)")
         let endsAt = try analyze(t, endsIn: 1, arguments: ["analyze", "--slot", "current", "--build", "b", "--version", "1", "--ends-at", "soon"])
         #expect(endsAt.status == 64 && endsAt.stderr.hasPrefix("Error: '--ends-at' must be a Unix time in milliseconds, not 'soon'.\n"), "\(endsAt)")
+        // A baseline is two children: one pid alone, or the same pid twice, is no comparison.
+        for pids in [["--baseline-pid", "100"], ["--baseline-pid", "100", "--canary-pid", "100"], ["--baseline-pid", "x", "--canary-pid", "101"]] {
+            let baseline = try analyze(t, endsIn: 1, arguments: ["analyze", "--slot", "current", "--build", "b", "--version", "1", "--ends-at", "1"] + pids)
+            #expect(baseline.status == 64 && baseline.stderr.hasPrefix("Error: '--baseline-pid' and '--canary-pid' go together, as two different process ids.\n"),
+                    "\(pids): \(baseline)")
+        }
     }
 }
 

@@ -9,17 +9,24 @@ import Testing
 /// a start-first switch keeps serving through the new build's window, and what each verdict,
 /// exit and choice does with it. No process, no clock.
 extension SupervisorMachineTests {
-    /// The current build (pid 100, "cur") serves and passed its window; the choice moved to
-    /// the previous slot and its candidate (pid 200, "prev") became ready at 11 s: the current
-    /// child stays as the baseline of the previous build's window.
-    static func comparing(window: Int = 30) -> (Machine, [Machine.Action]) {
-        var (machine, _) = onProbation(window: window, listeners: true)
+    /// `first`'s build (pid 100) serves and passed its window; the choice moved to the other
+    /// slot and its candidate (pid 200) became ready one second later: the first child stays
+    /// as the baseline of the other build's window.
+    static func comparing(window: Int = 30, first: BuildSlot = .current) -> (Machine, [Machine.Action]) {
+        let build: (BuildSlot) -> String = { $0 == .current ? "cur" : "prev" }
+        var machine = machine(listeners: true)
+        machine.bakeWindowSeconds = window
         machine.configuration.comparesWithBaseline = true
+        _ = machine.handle(.start, at: at(0))
+        _ = machine.handle(.spawned(.first, pid: 100, intendedSlot: first, goodBuilds: []), at: at(0))
+        _ = machine.handle(.reported(pid: 100, slot: first, build: build(first)), at: at(0))
+        _ = machine.handle(.saidReady(pid: 100), at: at(0.1))
+        _ = machine.handle(.tick, at: at(0.1))
         _ = machine.handle(.analysisVerdict(.passed("every check passed")), at: at(Double(window + 1)))
-        let switchAt = Double(window + 2)
-        _ = machine.handle(.choiceSelects(.previous), at: at(switchAt))
-        _ = machine.handle(.spawned(.candidate(.previous), pid: 200, intendedSlot: .previous, goodBuilds: []), at: at(switchAt))
-        _ = machine.handle(.reported(pid: 200, slot: .previous, build: "prev"), at: at(switchAt))
+        let switchAt = Double(window + 2), other = first.other
+        _ = machine.handle(.choiceSelects(other), at: at(switchAt))
+        _ = machine.handle(.spawned(.candidate(other), pid: 200, intendedSlot: other, goodBuilds: []), at: at(switchAt))
+        _ = machine.handle(.reported(pid: 200, slot: other, build: build(other)), at: at(switchAt))
         _ = machine.handle(.saidReady(pid: 200), at: at(switchAt + 1))
         let actions = machine.handle(.tick, at: at(switchAt + 1))
         return (machine, actions)
@@ -129,19 +136,7 @@ extension SupervisorMachineTests {
     /// converted back): the baseline stops too, and the conversion waits for both children.
     @Test func aStopFirstSwitchDuringTheWindowStopsTheBaselineToo() {
         // The previous build (pid 100) serves; the current one (pid 200) is compared beside it.
-        var machine = Self.machine(listeners: true)
-        machine.bakeWindowSeconds = 30
-        machine.configuration.comparesWithBaseline = true
-        _ = machine.handle(.start, at: Self.at(0))
-        _ = machine.handle(.spawned(.first, pid: 100, intendedSlot: .previous, goodBuilds: []), at: Self.at(0))
-        _ = machine.handle(.reported(pid: 100, slot: .previous, build: "prev"), at: Self.at(0))
-        _ = machine.handle(.saidReady(pid: 100), at: Self.at(0.1))
-        _ = machine.handle(.tick, at: Self.at(0.1))
-        _ = machine.handle(.choiceSelects(.current), at: Self.at(1))
-        _ = machine.handle(.spawned(.candidate(.current), pid: 200, intendedSlot: .current, goodBuilds: []), at: Self.at(1))
-        _ = machine.handle(.reported(pid: 200, slot: .current, build: "cur"), at: Self.at(1))
-        _ = machine.handle(.saidReady(pid: 200), at: Self.at(2))
-        _ = machine.handle(.tick, at: Self.at(2))
+        var (machine, _) = Self.comparing(first: .previous)
         #expect(machine.baseline?.pid == 100 && machine.serving?.pid == 200)
         let request = SwitchRequest(id: "42-1", source: .cli, reason: "bad", force: false, command: "rollbackctl rollback", fromBuild: "cur")
         let actions = machine.handle(.switchRequested(request, path: .stopFirst(why: "the data must be converted back")), at: Self.at(36))

@@ -23,10 +23,6 @@ public struct HTTPProber: Sendable {
     /// The most body kept of an answer: the status is what counts.
     static let maxBody = 64 << 10
 
-    /// Sends one GET and returns its outcome, stamped `at` (the caller's milliseconds).
-    /// Blocks up to the timeout; never throws.
-    public func probe(at: Int64) -> HTTPProbeWindow.Probe { plainProbe(at: at) }
-
     /// The most connections one tick makes to reach both children.
     static let attemptsPerTick = 8
 
@@ -39,7 +35,7 @@ public struct HTTPProber: Sendable {
     /// many probes as without a baseline, and the comparison gets balanced samples. A probe
     /// no child accepted (refused, timed out) ends the tick.
     public func attributedProbes(at: Int64) -> [(probe: HTTPProbeWindow.Probe, holder: Int?)] {
-        guard let pids else { return [(plainProbe(at: at), nil)] }
+        guard let pids else { return [(probe(at: at), nil)] }
         let deadline = MonotonicClock.milliseconds() + Int64(settings.timeoutMilliseconds)
         var outcomes: [(probe: HTTPProbeWindow.Probe, holder: Int?)] = []
         var answered = Set<Int>()
@@ -62,8 +58,9 @@ public struct HTTPProber: Sendable {
         }
     }
 
-    /// A probe through libcurl (no baseline: which process answers does not matter).
-    func plainProbe(at: Int64) -> HTTPProbeWindow.Probe {
+    /// Sends one GET through libcurl and returns its outcome, stamped `at` (the caller's
+    /// milliseconds); which process answers does not matter. Blocks up to the timeout; never throws.
+    public func probe(at: Int64) -> HTTPProbeWindow.Probe {
         let answer = HTTPGet.get(settings.url, timeoutMilliseconds: settings.timeoutMilliseconds, maxBody: Self.maxBody, direct: true)
         if let failure = answer.failure(timeoutMilliseconds: settings.timeoutMilliseconds) {
             return HTTPProbeWindow.Probe(at: at, isSuccess: false, latencyMilliseconds: nil, reason: failure)
